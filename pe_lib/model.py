@@ -1,0 +1,385 @@
+"""BERT with a pluggable position embedding, as HuggingFace ``PreTrainedModel`` classes.
+
+The encoder is BERT's (post-LayerNorm, GELU, learned token-type embeddings, tanh pooler); the
+only thing a variant changes is where position enters (see ``pe_lib.positions``):
+
+    x^0_i = LN(WE(w_i) + TE(t_i) [+ p_i])                                   input (APE)
+    s_ij  = rot(q_i) . rot(k_j) / sqrt(d) [+ b_ij]                          rotation / score bias
+    x^l   = LN(h + FFN(h)),  h = LN(x^{l-1} + Attn(x^{l-1}))                 every layer
+
+Attention runs through ``torch.nn.functional.scaled_dot_product_attention`` with the padding mask
+and every relative term folded into one additive float mask.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from transformers import (
+    AutoConfig,
+    AutoModel,
+    AutoModelForMaskedLM,
+    AutoModelForQuestionAnswering,
+    AutoModelForSequenceClassification,
+    PretrainedConfig,
+    PreTrainedModel,
+)
+from transformers import initialization as init
+from transformers.activations import ACT2FN
+from transformers.modeling_outputs import (
+    BaseModelOutputWithPooling,
+    MaskedLMOutput,
+    QuestionAnsweringModelOutput,
+    SequenceClassifierOutput,
+)
+
+from pe_lib.positions import AbsolutePE, PositionEmbedding, RelativePE, build_absolute, build_relative, parse_variant
+
+
+class PEBertConfig(PretrainedConfig):
+    """BERT's configuration plus ``position_embedding`` (a variant name, see ``pe_lib.positions``)
+    and the knobs of the position embeddings. Defaults are BERT-base's."""
+
+    model_type = "pe-bert"
+
+    def __init__(
+        self,
+        vocab_size: int = 30522,
+        hidden_size: int = 768,
+        num_hidden_layers: int = 12,
+        num_attention_heads: int = 12,
+        intermediate_size: int = 3072,
+        hidden_act: str = "gelu",
+        hidden_dropout_prob: float = 0.1,
+        attention_probs_dropout_prob: float = 0.1,
+        max_position_embeddings: int = 512,
+        type_vocab_size: int = 2,
+        initializer_range: float = 0.02,
+        layer_norm_eps: float = 1e-12,
+        pad_token_id: int = 0,
+        position_embedding: str = "ape-learned",
+        rpe_max_distance: int = 128,
+        rpe_key_query: bool = False,
+        rpe_sin_direction_blind: bool = True,
+        sinusoid_base: float = 10000.0,
+        ape_sin_scale: float | None = None,
+        rope_base: float = 10000.0,
+        t5_num_buckets: int = 32,
+        t5_max_distance: int = 128,
+        classifier_dropout: float | None = None,
+        **kwargs,
+    ):
+        self.position_embedding = parse_variant(position_embedding).name  # validates, canonical order
+        if hidden_size % num_attention_heads:
+            raise ValueError(f"hidden_size {hidden_size} is not a multiple of num_attention_heads {num_attention_heads}")
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.num_hidden_layers = num_hidden_layers
+        self.num_attention_heads = num_attention_heads
+        self.intermediate_size = intermediate_size
+        self.hidden_act = hidden_act
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.max_position_embeddings = max_position_embeddings
+        self.type_vocab_size = type_vocab_size
+        self.initializer_range = initializer_range
+        self.layer_norm_eps = layer_norm_eps
+        self.rpe_max_distance = rpe_max_distance
+        self.rpe_key_query = rpe_key_query
+        self.rpe_sin_direction_blind = rpe_sin_direction_blind
+        self.sinusoid_base = sinusoid_base
+        self.ape_sin_scale = initializer_range * math.sqrt(2) if ape_sin_scale is None else ape_sin_scale
+        self.rope_base = rope_base
+        self.t5_num_buckets = t5_num_buckets
+        self.t5_max_distance = t5_max_distance
+        self.classifier_dropout = classifier_dropout
+        kwargs.setdefault("tie_word_embeddings", True)
+        super().__init__(pad_token_id=pad_token_id, **kwargs)
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden_size // self.num_attention_heads
+
+
+# ----------------------------------------------------------------------------- building blocks
+
+
+class Embeddings(nn.Module):
+    """x^0 = dropout(LN(WE(w) + TE(t) [+ APE(x)]))."""
+
+    def __init__(self, config: PEBertConfig):
+        super().__init__()
+        self.word = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        self.token_type = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        self.position: AbsolutePE | None = build_absolute(parse_variant(config.position_embedding), config)
+        self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, input_ids, token_type_ids=None, position_ids=None):
+        B, n = input_ids.shape
+        x = self.word(input_ids)  # (B, n, H)
+        if token_type_ids is None:
+            x = x + self.token_type.weight[0]  # (B, n, H)
+        else:
+            x = x + self.token_type(token_type_ids)  # (B, n, H)
+        if self.position is not None:
+            if position_ids is None:
+                position_ids = torch.arange(n, device=input_ids.device).expand(B, n)  # (B, n)
+            x = x + self.position(position_ids)  # (B, n, H)
+        return self.dropout(self.norm(x))  # (B, n, H)
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention with the relative hooks: rotate q/k, then add the score bias."""
+
+    def __init__(self, config: PEBertConfig):
+        super().__init__()
+        self.n_heads = config.num_attention_heads
+        self.head_dim = config.head_dim
+        self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size)
+        self.out = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dropout_p = config.attention_probs_dropout_prob
+
+    def forward(self, x, mask, relative: RelativePE | None, output_attentions: bool = False):
+        B, n, H = x.shape
+        q, k, v = self.qkv(x).view(B, n, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)  # (B, h, n, d) each
+        bias = None
+        if relative is not None:
+            q, k = relative.rotate(q, k)  # (B, h, n, d) each
+            bias = relative.bias(q, k)  # (B, h, n, n) or None
+        if bias is not None:
+            mask = bias if mask is None else mask + bias  # (B, h, n, n)
+        if mask is not None:
+            mask = mask.to(q.dtype)
+        probs = None
+        if output_attentions:
+            scores = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim)  # (B, h, n, n)
+            if mask is not None:
+                scores = scores + mask
+            probs = scores.softmax(-1)  # (B, h, n, n)
+            y = F.dropout(probs, self.dropout_p, self.training) @ v  # (B, h, n, d)
+        else:
+            dropout = self.dropout_p if self.training else 0.0
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)  # (B, h, n, d)
+        y = y.transpose(1, 2).reshape(B, n, H)  # (B, n, H)
+        return self.out(y), probs
+
+
+class Layer(nn.Module):
+    """One post-LN BERT layer: h = LN(x + Attn(x)); y = LN(h + FFN(h))."""
+
+    def __init__(self, config: PEBertConfig):
+        super().__init__()
+        self.attention = SelfAttention(config)
+        self.attention_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.ffn_in = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.act = ACT2FN[config.hidden_act]
+        self.ffn_out = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.ffn_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, x, mask, relative, output_attentions=False):
+        a, probs = self.attention(x, mask, relative, output_attentions)  # (B, n, H)
+        h = self.attention_norm(x + self.dropout(a))  # (B, n, H)
+        f = self.ffn_out(self.act(self.ffn_in(h)))  # (B, n, H)
+        return self.ffn_norm(h + self.dropout(f)), probs  # (B, n, H)
+
+
+# ----------------------------------------------------------------------------- HF classes
+
+
+class PEBertPreTrainedModel(PreTrainedModel):
+    config_class = PEBertConfig
+    base_model_prefix = "bert"
+    supports_gradient_checkpointing = False
+    _no_split_modules = ["Layer"]
+
+    def _init_weights(self, module):
+        """BERT's init: N(0, initializer_range) weights, zero biases, unit LayerNorm; PE modules reset
+        their own tensors. ``transformers.initialization`` skips tensors loaded from a checkpoint."""
+        std = self.config.initializer_range
+        if isinstance(module, nn.Linear):
+            init.normal_(module.weight, std=std)
+            if module.bias is not None:
+                init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            init.normal_(module.weight, std=std)
+            if module.padding_idx is not None and not getattr(module.weight, "_is_hf_initialized", False):
+                init.zeros_(module.weight[module.padding_idx])
+        elif isinstance(module, nn.LayerNorm):
+            init.ones_(module.weight)
+            init.zeros_(module.bias)
+        elif isinstance(module, MLMHead):
+            init.zeros_(module.bias)
+        elif isinstance(module, PositionEmbedding):
+            module.reset_tensors()
+
+
+class PEBertModel(PEBertPreTrainedModel):
+    """The encoder: embeddings, ``num_hidden_layers`` layers, optional pooler (tanh on [CLS])."""
+
+    def __init__(self, config: PEBertConfig, add_pooling_layer: bool = True):
+        super().__init__(config)
+        self.embeddings = Embeddings(config)
+        self.relative = build_relative(parse_variant(config.position_embedding), config)
+        self.layers = nn.ModuleList(Layer(config) for _ in range(config.num_hidden_layers))
+        self.pooler = nn.Linear(config.hidden_size, config.hidden_size) if add_pooling_layer else None
+        self.post_init()
+
+    def get_input_embeddings(self):
+        return self.embeddings.word
+
+    def set_input_embeddings(self, value):
+        self.embeddings.word = value
+
+    def relative_for(self, layer: int) -> RelativePE | None:
+        """The relative PE module that layer ``layer`` uses (its own, or the shared one)."""
+        if isinstance(self.relative, nn.ModuleList):
+            return self.relative[layer]
+        return self.relative
+
+    def additive_mask(self, attention_mask, n: int, dtype) -> torch.Tensor | None:
+        """Padding mask and any content-independent bias (ALiBi, T5), once per forward:
+        (B, 1, 1, n), (h, n, n) or (B, h, n, n), or None when there is neither."""
+        mask = None
+        if attention_mask is not None and not bool(attention_mask.all()):
+            keep = attention_mask[:, None, None, :].bool()  # (B, 1, 1, n)
+            mask = torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(~keep, torch.finfo(dtype).min)
+        static = self.relative.static_bias(n, n, self.device) if isinstance(self.relative, RelativePE) else None
+        if static is not None:
+            mask = static if mask is None else mask + static  # (B, h, n, n)
+        return mask
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> BaseModelOutputWithPooling:
+        x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, n, H)
+        mask = self.additive_mask(attention_mask, input_ids.shape[1], torch.float32)
+        hidden, attentions = (x,), ()
+        for i, layer in enumerate(self.layers):
+            x, probs = layer(x, mask, self.relative_for(i), output_attentions)  # (B, n, H)
+            hidden += (x,)
+            attentions += (probs,)
+        pooled = torch.tanh(self.pooler(x[:, 0])) if self.pooler is not None else None  # (B, H)
+        return BaseModelOutputWithPooling(
+            last_hidden_state=x,
+            pooler_output=pooled,
+            hidden_states=hidden if output_hidden_states else None,
+            attentions=attentions if output_attentions else None,
+        )
+
+
+class MLMHead(nn.Module):
+    """BERT's MLM head: logits = LN(gelu(W h)) E^T + b, E the (tied) word embeddings."""
+
+    def __init__(self, config: PEBertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.act = ACT2FN[config.hidden_act]
+        self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.decoder = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+
+    def forward(self, h):  # (..., H) -> (..., V)
+        return self.decoder(self.norm(self.act(self.dense(h)))) + self.bias
+
+
+class PEBertForMaskedLM(PEBertPreTrainedModel):
+    """Masked language model. With ``labels``, vocabulary logits are computed only at the masked
+    positions (labels != -100): the same loss as BERT's, but ``logits`` then has shape
+    (n_masked, V) in the order of ``labels[labels != -100]``. Without labels: (B, n, V)."""
+
+    _tied_weights_keys = {"head.decoder.weight": "bert.embeddings.word.weight"}
+
+    def __init__(self, config: PEBertConfig):
+        super().__init__(config)
+        self.bert = PEBertModel(config, add_pooling_layer=False)
+        self.head = MLMHead(config)
+        self.post_init()
+
+    def get_output_embeddings(self):
+        return self.head.decoder
+
+    def set_output_embeddings(self, new_embeddings):
+        self.head.decoder = new_embeddings
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,
+                output_attentions=False, output_hidden_states=False, return_dict=None, **kwargs):
+        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, output_attentions, output_hidden_states)
+        h = out.last_hidden_state  # (B, n, H)
+        loss = None
+        if labels is None:
+            logits = self.head(h)  # (B, n, V)
+        else:
+            selected = labels != -100  # (B, n)
+            logits = self.head(h[selected])  # (n_masked, V)
+            loss = F.cross_entropy(logits.float(), labels[selected])
+        return MaskedLMOutput(loss=loss, logits=logits, hidden_states=out.hidden_states, attentions=out.attentions)
+
+
+class PEBertForSequenceClassification(PEBertPreTrainedModel):
+    """Pooled [CLS] -> dropout -> linear. ``num_labels == 1`` is regression (MSE), else
+    cross-entropy classification (``problem_type`` as in HF)."""
+
+    def __init__(self, config: PEBertConfig):
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.bert = PEBertModel(config)
+        p = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
+        self.dropout = nn.Dropout(p)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,
+                output_attentions=False, output_hidden_states=False, return_dict=None, **kwargs):
+        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, output_attentions, output_hidden_states)
+        logits = self.classifier(self.dropout(out.pooler_output))  # (B, num_labels)
+        loss = None
+        if labels is not None:
+            if self.num_labels == 1:
+                loss = F.mse_loss(logits.squeeze(-1).float(), labels.float())
+            else:
+                loss = F.cross_entropy(logits.float(), labels.long())
+        return SequenceClassifierOutput(loss=loss, logits=logits, hidden_states=out.hidden_states, attentions=out.attentions)
+
+
+class PEBertForQuestionAnswering(PEBertPreTrainedModel):
+    """Extractive QA (SQuAD): a linear layer gives start and end logits per token; the loss is the
+    mean of the start and end cross-entropies (positions outside the input are ignored, as in HF)."""
+
+    def __init__(self, config: PEBertConfig):
+        super().__init__(config)
+        self.bert = PEBertModel(config, add_pooling_layer=False)
+        self.qa_outputs = nn.Linear(config.hidden_size, 2)
+        self.post_init()
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, start_positions=None,
+                end_positions=None, output_attentions=False, output_hidden_states=False, return_dict=None, **kwargs):
+        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, output_attentions, output_hidden_states)
+        start, end = self.qa_outputs(out.last_hidden_state).float().unbind(-1)  # (B, n) each
+        loss = None
+        if start_positions is not None and end_positions is not None:
+            n = start.shape[1]
+            ignored = n  # out-of-range targets are clamped to n and ignored
+            s, e = start_positions.clamp(0, ignored), end_positions.clamp(0, ignored)
+            loss = (F.cross_entropy(start, s, ignore_index=ignored) + F.cross_entropy(end, e, ignore_index=ignored)) / 2
+        return QuestionAnsweringModelOutput(
+            loss=loss, start_logits=start, end_logits=end, hidden_states=out.hidden_states, attentions=out.attentions
+        )
+
+
+AutoConfig.register(PEBertConfig.model_type, PEBertConfig)
+AutoModel.register(PEBertConfig, PEBertModel)
+AutoModelForMaskedLM.register(PEBertConfig, PEBertForMaskedLM)
+AutoModelForSequenceClassification.register(PEBertConfig, PEBertForSequenceClassification)
+AutoModelForQuestionAnswering.register(PEBertConfig, PEBertForQuestionAnswering)

@@ -1,0 +1,152 @@
+import pytest
+import torch
+
+from pe_lib import (
+    PEBertConfig,
+    PEBertForMaskedLM,
+    PEBertForQuestionAnswering,
+    PEBertForSequenceClassification,
+    PEBertModel,
+    all_variants,
+    parse_variant,
+)
+from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM
+
+VARIANTS = all_variants()
+FIXED = {"none", "ape-sin", "rpe-sin", "rope", "alibi"}  # no trainable position parameters
+FREQUENCY_LEARNED = {"ape-sin-learned", "rpe-sin-learned"}
+
+
+def batch(n=10, b=2, vocab=64, pad_from=7):
+    ids = torch.randint(5, vocab, (b, n))
+    mask = torch.ones(b, n, dtype=torch.long)
+    mask[1, pad_from:] = 0
+    return ids, mask
+
+
+def position_parameters(model: PEBertModel) -> dict[str, torch.nn.Parameter]:
+    named = dict(model.named_parameters())
+    return {k: v for k, v in named.items() if k.startswith(("embeddings.position", "relative"))}
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_forward_backward_every_variant(variant, make_config):
+    model = PEBertForMaskedLM(make_config(variant))
+    ids, mask = batch()
+    labels = torch.full_like(ids, -100)
+    labels[:, 2] = ids[:, 2]
+    out = model(ids, attention_mask=mask, labels=labels)
+    assert out.logits.shape == (2, 64)  # only the masked positions
+    out.loss.backward()
+    params = position_parameters(model.bert)
+    parts = [p for p in (parse_variant(variant).absolute, parse_variant(variant).relative) if p]
+    if all(p in FIXED for p in parts):
+        assert params == {}, "fixed PEs must have no trainable parameters"
+    else:
+        assert params and all(p.grad is not None and p.grad.abs().sum() > 0 for p in params.values())
+    if any(p in FREQUENCY_LEARNED for p in parts):
+        assert any(k.endswith("freqs") for k in params), "trainable frequencies must be parameters"
+    full = model(ids, attention_mask=mask).logits
+    assert full.shape == (2, 10, 64)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_save_load_round_trip_is_identical(variant, make_config, tmp_path):
+    model = PEBertForMaskedLM(make_config(variant)).eval()
+    with torch.no_grad():  # move trainable frequencies away from their init, so loading must restore them
+        for name, p in model.named_parameters():
+            if name.endswith("freqs"):
+                p.mul_(1.5)
+    ids, mask = batch()
+    before = model(ids, attention_mask=mask).logits
+    model.save_pretrained(tmp_path)
+    assert (tmp_path / "model.safetensors").exists()
+    loaded = AutoModelForMaskedLM.from_pretrained(tmp_path).eval()
+    assert isinstance(loaded, PEBertForMaskedLM)
+    torch.testing.assert_close(loaded(ids, attention_mask=mask).logits, before, rtol=0, atol=0)
+
+
+def test_auto_classes_know_pe_bert(make_config):
+    config = AutoConfig.for_model("pe-bert", position_embedding="rope", hidden_size=32, num_attention_heads=4)
+    assert isinstance(config, PEBertConfig) and config.position_embedding == "rope"
+    assert isinstance(AutoModel.from_config(make_config("alibi")), PEBertModel)
+
+
+def test_sparse_mlm_loss_equals_full_loss(make_config):
+    model = PEBertForMaskedLM(make_config("ape-learned+rpe-learned")).eval()
+    ids, mask = batch()
+    labels = torch.full_like(ids, -100)
+    labels[0, [1, 4]] = ids[0, [1, 4]]
+    labels[1, 3] = ids[1, 3]
+    sparse = model(ids, attention_mask=mask, labels=labels)
+    full = model(ids, attention_mask=mask).logits  # (B, n, V)
+    expected = torch.nn.functional.cross_entropy(full.view(-1, 64), labels.view(-1), ignore_index=-100)
+    torch.testing.assert_close(sparse.loss, expected)
+    torch.testing.assert_close(sparse.logits, full[labels != -100])
+
+
+def test_padding_does_not_change_unpadded_tokens(make_config):
+    model = PEBertModel(make_config("ape-sin-learned+rpe-learned")).eval()
+    ids = torch.randint(5, 64, (1, 10))
+    padded = torch.cat([ids, torch.zeros(1, 4, dtype=torch.long)], dim=1)
+    mask = torch.cat([torch.ones(1, 10), torch.zeros(1, 4)], dim=1).long()
+    short = model(ids).last_hidden_state
+    long = model(padded, attention_mask=mask).last_hidden_state[:, :10]
+    torch.testing.assert_close(long, short, atol=1e-5, rtol=1e-5)
+
+
+def test_sequence_classification_and_regression(make_config):
+    ids, mask = batch()
+    clf = PEBertForSequenceClassification(make_config("rpe-sin", num_labels=3))
+    out = clf(ids, attention_mask=mask, labels=torch.tensor([0, 2]))
+    assert out.logits.shape == (2, 3) and out.loss.ndim == 0
+    reg = PEBertForSequenceClassification(make_config("alibi", num_labels=1))
+    out = reg(ids, attention_mask=mask, labels=torch.tensor([0.5, -1.0]))
+    assert out.logits.shape == (2, 1)
+    torch.testing.assert_close(out.loss, torch.nn.functional.mse_loss(out.logits.squeeze(-1), torch.tensor([0.5, -1.0])))
+
+
+def test_question_answering_logits_and_loss(make_config):
+    model = PEBertForQuestionAnswering(make_config("t5-bias"))
+    ids, mask = batch()
+    out = model(ids, attention_mask=mask, start_positions=torch.tensor([1, 2]), end_positions=torch.tensor([3, 99]))
+    assert out.start_logits.shape == out.end_logits.shape == (2, 10)
+    assert torch.isfinite(out.loss)
+    out.loss.backward()
+
+
+def test_ape_refuses_sequences_beyond_its_maximum(make_config):
+    model = PEBertModel(make_config("ape-learned+rpe-learned", max_position_embeddings=12))
+    with pytest.raises(ValueError, match="beyond the maximum of 12 positions"):
+        model(torch.randint(5, 64, (1, 13)))
+
+
+@pytest.mark.parametrize("variant", ["rpe-learned", "rpe-sin", "rpe-sin-learned", "rope", "alibi", "t5-bias", "ape-sin"])
+def test_relative_variants_run_beyond_training_length(variant, make_config):
+    model = PEBertModel(make_config(variant, max_position_embeddings=12)).eval()
+    out = model(torch.randint(5, 64, (1, 40))).last_hidden_state
+    assert out.shape == (1, 40, 32) and torch.isfinite(out).all()
+
+
+def test_output_attentions_are_probabilities(make_config):
+    model = PEBertModel(make_config("alibi")).eval()
+    ids, mask = batch()
+    out = model(ids, attention_mask=mask, output_attentions=True)
+    assert len(out.attentions) == 2 and out.attentions[0].shape == (2, 4, 10, 10)
+    torch.testing.assert_close(out.attentions[0].sum(-1), torch.ones(2, 4, 10))
+    assert out.attentions[0][1, :, :, 7:].abs().max() < 1e-6  # padded keys get no attention
+    sdpa = model(ids, attention_mask=mask).last_hidden_state
+    torch.testing.assert_close(out.last_hidden_state, sdpa, atol=1e-5, rtol=1e-5)
+
+
+def test_config_refuses_bad_variant():
+    with pytest.raises(ValueError, match="valid basic names"):
+        PEBertConfig(position_embedding="rpe-wrong")
+
+
+def test_no_pe_is_permutation_equivariant(make_config):
+    model = PEBertModel(make_config("none")).eval()
+    ids = torch.randint(5, 64, (1, 8))
+    perm = torch.randperm(8)
+    out = model(ids).last_hidden_state
+    torch.testing.assert_close(model(ids[:, perm]).last_hidden_state, out[:, perm], atol=1e-5, rtol=1e-5)

@@ -1,0 +1,75 @@
+import pytest
+import torch
+
+from pe_lib import PE_VARIANTS, PEBertModel, all_variants, parse_variant
+from pe_lib.positions import ALiBi, T5Bias, clipped_offsets, sinusoid, sinusoid_frequencies
+
+REQUIRED = {"none", "ape-learned", "ape-sin", "ape-sin-learned", "rpe-learned", "rpe-sin", "rpe-sin-learned",
+            "rope", "alibi", "t5-bias"}
+
+
+def test_registry_lists_the_required_basic_names():
+    assert set(PE_VARIANTS) == REQUIRED
+
+
+def test_every_combination_is_listed_once():
+    names = all_variants()
+    assert len(names) == len(set(names)) == len(PE_VARIANTS) + 3 * 6
+    assert "ape-sin-learned+rpe-sin-learned" in names
+
+
+def test_parse_is_order_free_and_canonical():
+    assert parse_variant("rpe-learned+ape-sin").name == "ape-sin+rpe-learned"
+    assert parse_variant(" rope ").relative == "rope"
+    assert parse_variant("none").name == "none"
+
+
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("ape-foo", "valid basic names: none, ape-learned"),
+        ("ape-learned+ape-sin", "at most one absolute"),
+        ("rpe-learned+rope", "at most one relative"),
+        ("alibi+t5-bias", "at most one relative"),
+        ("none+ape-sin", "'none' cannot be combined"),
+        ("", "non-empty"),
+    ],
+)
+def test_bad_names_are_refused_with_the_valid_choices(name, message):
+    with pytest.raises(ValueError, match=message):
+        parse_variant(name)
+
+
+def test_sinusoid_dot_product_is_sum_of_cosines():
+    freqs = sinusoid_frequencies(16, 10000.0)
+    p = sinusoid(torch.arange(10), freqs)  # (10, 16)
+    x, y = 7, 3
+    expected = torch.cos(freqs * (x - y)).sum()
+    torch.testing.assert_close(p[x] @ p[y], expected)
+
+
+def test_clipped_offsets():
+    idx = clipped_offsets(4, 4, 2)
+    assert idx.tolist() == [[2, 1, 0, 0], [3, 2, 1, 0], [4, 3, 2, 1], [4, 4, 3, 2]]
+
+
+def test_alibi_slopes_follow_press_et_al():
+    torch.testing.assert_close(ALiBi.head_slopes(8), torch.tensor([2.0 ** -(i + 1) for i in range(8)]))
+    assert ALiBi.head_slopes(6).shape == (6,)  # non power of two: interleaved rule
+
+
+def test_t5_buckets_are_exact_near_zero_and_bidirectional(make_config):
+    t5 = T5Bias(make_config("t5-bias", t5_num_buckets=32, t5_max_distance=128))
+    rel = torch.tensor([-3, -1, 0, 1, 3, 200, -200])
+    buckets = t5.buckets(rel).tolist()
+    assert buckets[:5] == [3, 1, 0, 17, 19]
+    assert buckets[5] == 31 and buckets[6] == 15  # far offsets land in the last bucket of each half
+
+
+def test_sinusoidal_rpe_direction_switch(make_config):
+    for blind in (True, False):
+        model = PEBertModel(make_config("rpe-sin", rpe_sin_direction_blind=blind))
+        offsets, vectors = model.relative[0].offset_vectors()
+        k = int(offsets.max())
+        same = torch.allclose(vectors[k + 3], vectors[k - 3])
+        assert same is blind
