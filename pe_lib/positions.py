@@ -37,6 +37,8 @@ import torch
 import torch.nn as nn
 from transformers import initialization as init
 
+from pe_lib.sinusoid import frequencies
+
 # ----------------------------------------------------------------------------- registry
 
 _REGISTRY: dict[str, type[nn.Module]] = {}
@@ -101,10 +103,8 @@ def all_variants() -> list[str]:
 
 
 def sinusoid_frequencies(dim: int, base: float) -> torch.Tensor:
-    """w_i = base^(-2i/dim), i = 0 .. dim/2 - 1 (Vaswani et al.)."""
-    if dim % 2:
-        raise ValueError(f"sinusoidal embeddings need an even dimension, got {dim}")
-    return base ** (-torch.arange(0, dim, 2, dtype=torch.float32) / dim)  # (dim/2,)
+    """w_i = base^(-2i/dim), i = 0 .. dim/2 - 1 (Vaswani et al.), as a float32 tensor of shape (dim/2,)."""
+    return torch.from_numpy(frequencies(dim, base)).float()  # (dim/2,)
 
 
 def sinusoid(positions: torch.Tensor, freqs: torch.Tensor) -> torch.Tensor:
@@ -219,7 +219,7 @@ class SinusoidalAPE(Frequencies, AbsolutePE):
     """Fixed sinusoidal APE (Vaswani et al. 2017): p_x = s [sin(w_i x), cos(w_i x)]_i, w_i = base^(-2i/H).
 
     <p_x, p_y> = s^2 sum_i cos(w_i (x - y)) = s^2 psi(x - y): translation invariant and symmetric;
-    monotone only while psi'(m) < 0 (see ``pe_lib.analysis.sinusoid.monotonic_range``).
+    monotone only while psi'(m) < 0 (see ``pe_lib.sinusoid.monotonic_range``).
     ``s = config.ape_sin_scale`` (see the module docstring). No trainable parameters.
     """
 
