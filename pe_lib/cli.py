@@ -14,6 +14,7 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "variants": ("pe_lib.positions", "list the registered position-embedding variants"),
     "data": ("pe_lib.data.cli", "fetch and prepare the corpus, tokenizer and tasks"),
+    "book": ("pe_lib.book", "execute the notebooks with papermill and build the Jupyter Book"),
 }
 
 
