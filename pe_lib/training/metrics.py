@@ -1,0 +1,85 @@
+"""Metrics as GLUE and SQuAD define them (scikit-learn / scipy where they have them).
+
+SQuAD answer normalisation follows the official ``evaluate-v2.0.py``: lower-case, strip
+punctuation, drop the articles a/an/the, collapse whitespace. EM and F1 take the maximum over the
+gold answers; an unanswerable question (no gold answers) scores 1 only for the empty prediction.
+"""
+from __future__ import annotations
+
+import collections
+import re
+import string
+from collections.abc import Sequence
+
+import numpy as np
+from scipy.stats import pearsonr, spearmanr
+from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
+_PUNCTUATION = set(string.punctuation)
+
+
+def accuracy(labels: Sequence[int], predictions: Sequence[int]) -> float:
+    return float(accuracy_score(labels, predictions))
+
+
+def binary_f1(labels: Sequence[int], predictions: Sequence[int]) -> float:
+    """F1 of the positive class (GLUE's MRPC/QQP F1)."""
+    return float(f1_score(labels, predictions, average="binary", zero_division=0.0))
+
+
+def matthews(labels: Sequence[int], predictions: Sequence[int]) -> float:
+    """Matthews correlation (GLUE's CoLA metric); 0 when a prediction is constant."""
+    return float(matthews_corrcoef(labels, predictions))
+
+
+def pearson(labels: Sequence[float], predictions: Sequence[float]) -> float:
+    """Pearson correlation (GLUE's STS-B); NaN when either side is constant."""
+    if np.ptp(labels) == 0 or np.ptp(predictions) == 0:
+        return float("nan")
+    return float(pearsonr(labels, predictions)[0])
+
+
+def spearman(labels: Sequence[float], predictions: Sequence[float]) -> float:
+    if np.ptp(labels) == 0 or np.ptp(predictions) == 0:
+        return float("nan")
+    return float(spearmanr(labels, predictions)[0])
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD's official answer normalisation."""
+    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def exact_match(prediction: str, gold: str) -> float:
+    return float(normalize_answer(prediction) == normalize_answer(gold))
+
+
+def token_f1(prediction: str, gold: str) -> float:
+    pred_tokens, gold_tokens = normalize_answer(prediction).split(), normalize_answer(gold).split()
+    if not pred_tokens or not gold_tokens:  # the no-answer case: both empty is a match
+        return float(pred_tokens == gold_tokens)
+    common = collections.Counter(pred_tokens) & collections.Counter(gold_tokens)
+    overlap = sum(common.values())
+    if overlap == 0:
+        return 0.0
+    precision, recall = overlap / len(pred_tokens), overlap / len(gold_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def squad_scores(predictions: dict[str, str], golds: dict[str, list[str]]) -> dict[str, float]:
+    """Exact match and F1 in percent over the questions of ``golds`` (SQuAD v1.1 and v2.0).
+
+    ``golds[id]`` is the list of gold answer texts; an empty list marks an unanswerable question
+    (v2.0), for which the gold is the empty string. A missing prediction counts as empty.
+    """
+    if not golds:
+        raise ValueError("squad_scores: no questions to score")
+    em, f1 = [], []
+    for qid, answers in golds.items():
+        answers = answers or [""]
+        prediction = predictions.get(qid, "")
+        em.append(max(exact_match(prediction, a) for a in answers))
+        f1.append(max(token_f1(prediction, a) for a in answers))
+    return {"exact_match": 100 * float(np.mean(em)), "f1": 100 * float(np.mean(f1))}

@@ -1,0 +1,341 @@
+"""Resumable masked-language-model pretraining, single- or multi-process (``accelerate``/DDP).
+
+Objective (Devlin et al. 2019): 15% of the non-special tokens are selected; of those 80% become
+[MASK], 10% a random token, 10% stay; the loss is the cross-entropy at the selected positions.
+AdamW, linear warm-up then linear decay, gradient clipping, optional bf16 autocast.
+
+Determinism and resuming. Everything random is a pure function of ``(seed, step, rank)``: the batch
+rows come from a per-epoch permutation seeded by ``(seed, epoch)``, the masking generator and the
+dropout RNG are re-seeded from ``(seed, step, rank)`` at every step. A checkpoint therefore needs
+only the weights, the optimizer and scheduler states and the step; a resumed run replays exactly
+the batches, masks and dropout of an uninterrupted one and ends with identical weights (same
+machine, same threads).
+
+Layout of ``out_dir``::
+
+    checkpoints/step-00000100/   model.safetensors, trainer_state.pt, state.json, manifest.json
+    checkpoints/latest           name of the newest complete checkpoint
+    curve.jsonl                  {"step", "split": "train"|"validation", "loss", ...} per line
+    model/                       the final model (save_pretrained), written when training ends
+    result.json                  final validation loss, throughput, wall time
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import time
+from collections.abc import Callable
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import load_model, save_model
+from tqdm.auto import tqdm
+from transformers import get_linear_schedule_with_warmup
+
+from pe_lib.io import atomic_dir, atomic_write_text, read_json, sha256_file, write_json
+from pe_lib.model import PEBertConfig, PEBertForMaskedLM
+
+PRECISIONS = ("auto", "bf16", "fp32")
+NO_DECAY = ("bias", "norm.weight", "freqs")  # parameter-name endings exempt from weight decay
+
+
+@dataclass(frozen=True)
+class PretrainConfig:
+    """Optimisation settings of one pretraining run (model size lives in ``PEBertConfig``)."""
+
+    steps: int = 1000
+    batch_size: int = 32  # global batch (sequences per step, over all processes)
+    lr: float = 5e-4
+    warmup_steps: int = 100
+    weight_decay: float = 0.01
+    grad_clip: float = 1.0
+    mask_prob: float = 0.15
+    precision: str = "auto"  # auto: bf16 where the CPU/GPU supports it, else fp32
+    seed: int = 0
+    log_every: int = 10
+    eval_every: int = 100
+    eval_batches: int = 4
+    checkpoint_every: int = 100
+
+    def __post_init__(self):
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        for name in ("steps", "batch_size", "log_every", "eval_every", "eval_batches", "checkpoint_every"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"PretrainConfig.{name} must be >= 1, got {getattr(self, name)}")
+
+
+@dataclass
+class MLMData:
+    """Fixed-length token blocks for MLM: rows of ``[CLS] ... [SEP]`` token ids."""
+
+    train: np.ndarray  # (N, n) integer token ids
+    validation: np.ndarray  # (M, n)
+    vocab_size: int
+    mask_id: int
+    special_ids: tuple[int, ...]  # never selected for masking, never drawn as random replacements
+
+    def __post_init__(self):
+        for name in ("train", "validation"):
+            rows = getattr(self, name)
+            if rows.ndim != 2 or len(rows) == 0:
+                raise ValueError(f"MLMData.{name} must be a non-empty (rows, seq_len) array, got shape {rows.shape}")
+        if int(self.train.max()) >= self.vocab_size:
+            raise ValueError(f"token id {int(self.train.max())} >= vocab_size {self.vocab_size}: tokenizer and model disagree")
+
+    @property
+    def seq_len(self) -> int:
+        return self.train.shape[1]
+
+
+def make_blocks(token_ids: np.ndarray, seq_len: int, cls_id: int, sep_id: int) -> np.ndarray:
+    """Cut a token stream into rows ``[CLS] t_1 .. t_{n-2} [SEP]`` (the ragged tail is dropped)."""
+    body = seq_len - 2
+    n_rows = len(token_ids) // body
+    if n_rows == 0:
+        raise ValueError(f"only {len(token_ids)} tokens: not enough for one block of {seq_len}")
+    rows = np.asarray(token_ids[: n_rows * body]).reshape(n_rows, body)  # (N, n-2)
+    cls = np.full((n_rows, 1), cls_id, dtype=rows.dtype)
+    sep = np.full((n_rows, 1), sep_id, dtype=rows.dtype)
+    return np.concatenate([cls, rows, sep], axis=1)  # (N, n)
+
+
+def step_seed(*parts: int) -> int:
+    """A 63-bit seed derived from non-negative integers such as (seed, step, rank, purpose)."""
+    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
+
+
+def batch_rows(n_rows: int, batch_size: int, step: int, seed: int) -> np.ndarray:
+    """Row indices of global batch ``step``: consecutive slices of a per-epoch seeded permutation."""
+    per_epoch = n_rows // batch_size
+    if per_epoch == 0:
+        raise ValueError(f"{n_rows} training rows are fewer than one batch of {batch_size}")
+    epoch, i = divmod(step, per_epoch)
+    order = np.random.default_rng([seed, epoch]).permutation(n_rows)
+    return order[i * batch_size : (i + 1) * batch_size]
+
+
+def mask_tokens(ids: torch.Tensor, data: MLMData, prob: float, generator: torch.Generator):
+    """BERT's 80/10/10 masking: returns ``(inputs, labels)``, labels -100 where not selected."""
+    special = torch.isin(ids, torch.tensor(data.special_ids))  # (B, n)
+    selected = (torch.rand(ids.shape, generator=generator) < prob) & ~special  # (B, n)
+    if not selected.any():  # keep the loss defined on tiny batches
+        selected[0, 1] = True
+    labels = torch.where(selected, ids, torch.full_like(ids, -100))  # (B, n)
+    choice = torch.rand(ids.shape, generator=generator)  # (B, n)
+    allowed = torch.tensor(sorted(set(range(data.vocab_size)) - set(data.special_ids)))
+    random_tokens = allowed[torch.randint(len(allowed), ids.shape, generator=generator)]  # (B, n)
+    inputs = torch.where(selected & (choice < 0.8), torch.full_like(ids, data.mask_id), ids)
+    inputs = torch.where(selected & (choice >= 0.8) & (choice < 0.9), random_tokens, inputs)  # (B, n)
+    return inputs, labels
+
+
+def use_bf16(precision: str, device: torch.device) -> bool:
+    """bf16 autocast when asked, or (auto) when the hardware has fast bf16 (CPU: AMX or AVX512-BF16)."""
+    if precision != "auto":
+        return precision == "bf16"
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "amx_bf16" in flags or "avx512_bf16" in flags
+
+
+def autocast(device: torch.device, bf16: bool):
+    return torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else nullcontext()
+
+
+def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if p.requires_grad:
+            (no_decay if name.endswith(NO_DECAY) or p.ndim < 2 else decay).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+# ----------------------------------------------------------------------------- checkpoints
+
+
+def latest_checkpoint(out_dir: Path) -> Path | None:
+    pointer = out_dir / "checkpoints" / "latest"
+    if not pointer.exists():
+        return None
+    path = out_dir / "checkpoints" / pointer.read_text().strip()
+    return path if (path / "manifest.json").exists() else None
+
+
+def verify_manifest(folder: Path) -> None:
+    """Raise a clear error if any file of a checkpoint is missing or its sha256 differs."""
+    manifest = read_json(folder / "manifest.json")
+    for name, digest in manifest.items():
+        path = folder / name
+        if not path.exists() or sha256_file(path) != digest:
+            raise ValueError(f"corrupt checkpoint file {path}: missing or checksum mismatch")
+
+
+def save_checkpoint(out_dir: Path, model, optimizer, scheduler, state: dict) -> None:
+    """Write ``checkpoints/step-N`` atomically, point ``latest`` at it, drop older checkpoints."""
+    name = f"step-{state['step']:08d}"
+    root = out_dir / "checkpoints"
+    with atomic_dir(root / name) as work:
+        save_model(model, str(work / "model.safetensors"))
+        torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}, work / "trainer_state.pt")
+        write_json(work / "state.json", state)
+        write_json(work / "manifest.json", {f: sha256_file(work / f) for f in ("model.safetensors", "trainer_state.pt", "state.json")})
+    atomic_write_text(root / "latest", name + "\n")
+    for old in root.glob("step-*"):
+        if old.name != name:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def load_checkpoint(folder: Path, model, optimizer, scheduler) -> dict:
+    verify_manifest(folder)
+    load_model(model, str(folder / "model.safetensors"))
+    trainer = torch.load(folder / "trainer_state.pt", weights_only=True)
+    optimizer.load_state_dict(trainer["optimizer"])
+    scheduler.load_state_dict(trainer["scheduler"])
+    return read_json(folder / "state.json")
+
+
+def truncate_curve(path: Path, step: int) -> None:
+    """Keep only curve records up to ``step`` (records written after the checkpoint are replayed)."""
+    if path.exists():
+        kept = [line for line in path.read_text().splitlines() if line and json.loads(line)["step"] <= step]
+        atomic_write_text(path, "".join(line + "\n" for line in kept))
+
+
+# ----------------------------------------------------------------------------- the loop
+
+
+def ranks_agree(accelerator, model) -> bool:
+    """True when every process holds the same weights (checked on two float64 sums)."""
+    sums = torch.stack([sum(p.detach().double().sum() for p in model.parameters()),
+                        sum(p.detach().double().abs().sum() for p in model.parameters())])  # (2,)
+    gathered = accelerator.gather(sums.to(accelerator.device)).view(-1, 2)  # (world, 2)
+    return bool((gathered == gathered[0]).all())
+
+
+@torch.no_grad()
+def evaluate(model, data: MLMData, cfg: PretrainConfig, device, bf16: bool) -> float:
+    """Validation MLM loss on fixed rows with fixed masks (comparable across runs and variants)."""
+    was_training = model.training
+    model.eval()
+    total, count = 0.0, 0
+    for i in range(min(cfg.eval_batches, math.ceil(len(data.validation) / cfg.batch_size))):
+        ids = torch.as_tensor(data.validation[i * cfg.batch_size : (i + 1) * cfg.batch_size], dtype=torch.long)
+        inputs, labels = mask_tokens(ids, data, cfg.mask_prob, torch.Generator().manual_seed(step_seed(cfg.seed, i, 0, 2)))
+        with autocast(device, bf16):
+            loss = model(input_ids=inputs.to(device), labels=labels.to(device)).loss
+        n = int((labels != -100).sum())
+        total, count = total + float(loss) * n, count + n
+    model.train(was_training)
+    return total / count
+
+
+def pretrain(
+    model_config: PEBertConfig,
+    data: MLMData,
+    cfg: PretrainConfig,
+    out_dir: str | os.PathLike,
+    progress: bool = True,
+    on_step: Callable[[int], None] | None = None,
+) -> dict:
+    """Pretrain ``PEBertForMaskedLM(model_config)`` on ``data``; resume from ``out_dir`` if it holds a
+    checkpoint. ``on_step(step)`` is called after each completed step (tests use it to interrupt).
+    Returns the content of ``result.json``."""
+    from accelerate import Accelerator
+
+    out_dir = Path(out_dir)
+    if (out_dir / "result.json").exists():
+        return read_json(out_dir / "result.json")
+    accelerator = Accelerator()
+    rank, world = accelerator.process_index, accelerator.num_processes
+    if cfg.batch_size % world:
+        raise ValueError(f"batch_size {cfg.batch_size} is not divisible by the {world} processes")
+    if model_config.vocab_size != data.vocab_size:
+        raise ValueError(f"model vocab_size {model_config.vocab_size} != tokenizer vocab size {data.vocab_size}")
+    device = accelerator.device
+    bf16 = use_bf16(cfg.precision, device)
+
+    torch.manual_seed(cfg.seed)
+    model = PEBertForMaskedLM(model_config).to(device).train()
+    optimizer = torch.optim.AdamW(param_groups(model, cfg.weight_decay), lr=cfg.lr, betas=(0.9, 0.999), eps=1e-6)
+    scheduler = get_linear_schedule_with_warmup(optimizer, cfg.warmup_steps, cfg.steps)
+    start, elapsed_before = 0, 0.0
+    checkpoint = latest_checkpoint(out_dir)
+    if checkpoint is not None:
+        state = load_checkpoint(checkpoint, model, optimizer, scheduler)
+        start, elapsed_before = state["step"], state["elapsed_s"]
+    if accelerator.is_main_process:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        truncate_curve(out_dir / "curve.jsonl", start)
+    ddp_model = accelerator.prepare_model(model)
+
+    tokens_per_step = cfg.batch_size * data.seq_len
+    local_rows = cfg.batch_size // world
+    curve = open(out_dir / "curve.jsonl", "a") if accelerator.is_main_process else None
+    bar = tqdm(total=cfg.steps, initial=start, desc=f"pretrain {model_config.position_embedding}",
+               disable=not (progress and accelerator.is_main_process), unit="step")
+    t0 = time.perf_counter()
+
+    def log(record: dict) -> None:
+        if curve is not None:
+            curve.write(json.dumps(record) + "\n")
+            curve.flush()
+
+    for step in range(start, cfg.steps):
+        rows = batch_rows(len(data.train), cfg.batch_size, step, cfg.seed)[rank * local_rows : (rank + 1) * local_rows]
+        ids = torch.as_tensor(data.train[rows], dtype=torch.long)  # (b, n)
+        inputs, labels = mask_tokens(ids, data, cfg.mask_prob, torch.Generator().manual_seed(step_seed(cfg.seed, step, rank, 0)))
+        torch.manual_seed(step_seed(cfg.seed, step, rank, 1))  # dropout
+        with autocast(device, bf16):
+            loss = ddp_model(input_ids=inputs.to(device), labels=labels.to(device)).loss
+        accelerator.backward(loss)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+
+        done = step + 1
+        elapsed = time.perf_counter() - t0
+        tok_s = (done - start) * tokens_per_step / elapsed
+        bar.update(1)
+        if done % cfg.log_every == 0 or done == cfg.steps:
+            train_loss = float(accelerator.reduce(loss.detach().float(), "mean"))
+            bar.set_postfix(loss=f"{train_loss:.3f}", tok_s=f"{tok_s:.0f}")
+            log({"step": done, "split": "train", "loss": train_loss, "lr": scheduler.get_last_lr()[0], "tokens_per_s": tok_s})
+        if done % cfg.eval_every == 0 or done == cfg.steps:
+            log({"step": done, "split": "validation", "loss": evaluate(model, data, cfg, device, bf16)})
+        if done % cfg.checkpoint_every == 0 or done == cfg.steps:
+            accelerator.wait_for_everyone()
+            if accelerator.is_main_process:
+                save_checkpoint(out_dir, model, optimizer, scheduler,
+                                {"step": done, "elapsed_s": elapsed_before + elapsed, "config": asdict(cfg)})
+        if on_step is not None:
+            on_step(done)
+    bar.close()
+
+    wall = time.perf_counter() - t0
+    result = {
+        "steps": cfg.steps,
+        "ranks_agree": ranks_agree(accelerator, model),
+        "validation_loss": evaluate(model, data, cfg, device, bf16),
+        "tokens_per_s": (cfg.steps - start) * tokens_per_step / wall if cfg.steps > start else None,
+        "wall_s": elapsed_before + wall,
+        "precision": "bf16" if bf16 else "fp32",
+        "processes": world,
+    }
+    if accelerator.is_main_process:
+        curve.close()
+        with atomic_dir(out_dir / "model") as work:
+            model.save_pretrained(work)
+        write_json(out_dir / "result.json", result)
+    accelerator.wait_for_everyone()
+    return result

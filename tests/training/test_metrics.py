@@ -1,0 +1,39 @@
+import math
+
+import pytest
+
+from pe_lib.training import metrics
+
+
+def test_squad_normalisation_matches_the_official_script():
+    assert metrics.normalize_answer("The  Cat, sat!") == "cat sat"
+    assert metrics.normalize_answer("an apple a day") == "apple day"
+
+
+def test_squad_scores_take_the_best_gold_answer_and_handle_no_answer():
+    golds = {"q1": ["Denver Broncos", "the Broncos"], "q2": [], "q3": ["Paris"]}
+    preds = {"q1": "Broncos", "q2": "", "q3": "London"}
+    scores = metrics.squad_scores(preds, golds)
+    assert scores["exact_match"] == pytest.approx(100 * 2 / 3)  # q1 via "the Broncos", q2 empty==empty
+    assert scores["f1"] == pytest.approx(100 * 2 / 3)
+    assert metrics.squad_scores({"q2": "something"}, {"q2": []})["f1"] == 0.0
+
+
+def test_token_f1_partial_overlap():
+    assert metrics.token_f1("the big red dog", "red dog") == pytest.approx(2 * (2 / 3) * 1 / (2 / 3 + 1))
+
+
+def test_glue_metrics():
+    y, p = [1, 0, 1, 1, 0, 0], [1, 0, 0, 1, 0, 1]
+    assert metrics.accuracy(y, p) == pytest.approx(4 / 6)
+    assert metrics.binary_f1(y, p) == pytest.approx(2 / 3)
+    assert metrics.matthews(y, p) == pytest.approx(1 / 3)
+    assert metrics.matthews(y, [1] * 6) == 0.0
+    assert metrics.pearson([1, 2, 3], [2, 4, 7]) == pytest.approx(0.9933992677987828)
+    assert metrics.spearman([1, 2, 3], [2, 4, 7]) == pytest.approx(1.0)
+    assert math.isnan(metrics.pearson([1, 2, 3], [5, 5, 5]))
+
+
+def test_empty_squad_is_an_error():
+    with pytest.raises(ValueError, match="no questions"):
+        metrics.squad_scores({}, {})

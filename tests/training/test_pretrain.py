@@ -1,0 +1,132 @@
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from pe_lib.training.pretrain import MLMData, PretrainConfig, batch_rows, make_blocks, mask_tokens, pretrain
+
+SPECIAL = (0, 1, 2, 3, 4)  # [PAD] [UNK] [CLS] [SEP] [MASK]
+
+
+def synthetic_data(vocab=64, seq_len=16, rows=48, seed=0) -> MLMData:
+    rng = np.random.default_rng(seed)
+    stream = rng.integers(5, vocab, size=rows * (seq_len - 2) + 7)
+    blocks = make_blocks(stream, seq_len, cls_id=2, sep_id=3)
+    return MLMData(train=blocks[:40], validation=blocks[40:], vocab_size=vocab, mask_id=4, special_ids=SPECIAL)
+
+
+def run_cfg(**overrides) -> PretrainConfig:
+    fields = dict(steps=6, batch_size=8, lr=1e-3, warmup_steps=2, log_every=1, eval_every=3, eval_batches=2,
+                  checkpoint_every=2, precision="fp32", seed=0)
+    fields.update(overrides)
+    return PretrainConfig(**fields)
+
+
+def weights(out: Path) -> dict[str, torch.Tensor]:
+    return load_file(out / "model" / "model.safetensors")
+
+
+def assert_same_weights(a: Path, b: Path):
+    wa, wb = weights(a), weights(b)
+    assert wa.keys() == wb.keys()
+    for k in wa:
+        assert torch.equal(wa[k], wb[k]), k
+
+
+def test_blocks_and_batches():
+    blocks = make_blocks(np.arange(5, 35), 6, cls_id=2, sep_id=3)
+    assert blocks.shape == (7, 6) and (blocks[:, 0] == 2).all() and (blocks[:, -1] == 3).all()
+    assert blocks[0, 1:5].tolist() == [5, 6, 7, 8]
+    epoch0 = np.concatenate([batch_rows(10, 3, s, seed=1) for s in range(3)])
+    assert len(set(epoch0.tolist())) == 9  # no row twice within an epoch
+    assert (batch_rows(10, 3, 4, seed=1) == batch_rows(10, 3, 4, seed=1)).all()
+    with pytest.raises(ValueError, match="fewer than one batch"):
+        batch_rows(2, 3, 0, seed=0)
+
+
+def test_masking_is_80_10_10_and_spares_special_tokens():
+    data = synthetic_data(vocab=1000)
+    ids = torch.randint(5, 1000, (200, 64))
+    ids[:, 0], ids[:, -1] = 2, 3
+    inputs, labels = mask_tokens(ids, data, 0.15, torch.Generator().manual_seed(0))
+    selected = labels != -100
+    assert not selected[:, 0].any() and not selected[:, -1].any()
+    rate = selected[:, 1:-1].float().mean()
+    assert 0.14 < rate < 0.16
+    masked = (inputs == 4) & selected
+    unchanged = (inputs == ids) & selected
+    assert 0.77 < masked.sum() / selected.sum() < 0.83
+    assert 0.08 < unchanged.sum() / selected.sum() < 0.12
+    assert (labels[selected] == ids[selected]).all()
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_interrupted_and_resumed_run_ends_with_identical_weights(precision, make_config, tmp_path):
+    config, data = make_config("ape-sin-learned+rpe-learned"), synthetic_data()
+    cfg = run_cfg(precision=precision)
+    pretrain(config, data, cfg, tmp_path / "straight", progress=False)
+
+    class Interrupt(Exception):
+        pass
+
+    def stop_at_5(step):
+        if step == 5:
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        pretrain(config, data, cfg, tmp_path / "resumed", progress=False, on_step=stop_at_5)
+    assert (tmp_path / "resumed" / "checkpoints" / "latest").read_text().strip() == "step-00000004"
+    assert not (tmp_path / "resumed" / "model").exists()
+    result = pretrain(config, data, cfg, tmp_path / "resumed", progress=False)
+    assert_same_weights(tmp_path / "straight", tmp_path / "resumed")
+    assert result["validation_loss"] == json.loads((tmp_path / "straight" / "result.json").read_text())["validation_loss"]
+    curve = [json.loads(line) for line in (tmp_path / "resumed" / "curve.jsonl").read_text().splitlines()]
+    train_steps = [r["step"] for r in curve if r["split"] == "train"]
+    assert train_steps == list(range(1, 7))  # replayed steps are not duplicated
+    assert [r["step"] for r in curve if r["split"] == "validation"] == [3, 6]
+
+
+def test_same_seed_same_numbers_and_other_seed_differs(make_config, tmp_path):
+    config, data = make_config("rope"), synthetic_data()
+    for name, seed in (("a", 0), ("b", 0), ("c", 1)):
+        pretrain(config, data, run_cfg(steps=3, seed=seed), tmp_path / name, progress=False)
+    assert_same_weights(tmp_path / "a", tmp_path / "b")
+    assert not torch.equal(weights(tmp_path / "a")["bert.embeddings.word.weight"],
+                           weights(tmp_path / "c")["bert.embeddings.word.weight"])
+
+
+def test_training_lowers_the_loss(make_config, tmp_path):
+    config, data = make_config("ape-learned"), synthetic_data()
+    data.train[:, 1:-1] = np.tile(np.arange(5, 19), (40, 1))  # a learnable, position-dependent pattern
+    data.validation[:, 1:-1] = np.tile(np.arange(5, 19), (len(data.validation), 1))
+    result = pretrain(config, data, run_cfg(steps=40, lr=3e-3, eval_every=40), tmp_path, progress=False)
+    curve = [json.loads(line) for line in (tmp_path / "curve.jsonl").read_text().splitlines()]
+    first = next(r["loss"] for r in curve if r["split"] == "train")
+    assert result["validation_loss"] < 0.6 * first
+
+
+def test_corrupt_checkpoint_is_reported_by_name(make_config, tmp_path):
+    config, data = make_config("alibi"), synthetic_data()
+
+    def stop(step):
+        if step == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        pretrain(config, data, run_cfg(), tmp_path, progress=False, on_step=stop)
+    weights_file = tmp_path / "checkpoints" / "step-00000002" / "model.safetensors"
+    raw = bytearray(weights_file.read_bytes())
+    raw[-1] ^= 0xFF
+    weights_file.write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match=r"corrupt checkpoint file .*model\.safetensors"):
+        pretrain(config, data, run_cfg(), tmp_path, progress=False)
+
+
+def test_vocab_mismatch_is_refused(make_config, tmp_path):
+    with pytest.raises(ValueError, match="vocab_size 64 != tokenizer vocab size 100"):
+        pretrain(make_config("ape-learned"), synthetic_data(vocab=100), run_cfg(), tmp_path, progress=False)
