@@ -255,7 +255,7 @@ def pretrain(
     out_dir = Path(out_dir)
     if (out_dir / "result.json").exists():
         return read_json(out_dir / "result.json")
-    accelerator = Accelerator()
+    accelerator = Accelerator(cpu=not torch.cuda.is_available())  # cpu=True: DDP over gloo on CPUs
     rank, world = accelerator.process_index, accelerator.num_processes
     if cfg.batch_size % world:
         raise ValueError(f"batch_size {cfg.batch_size} is not divisible by the {world} processes")

@@ -1,0 +1,255 @@
+"""Fine-tuning a pretrained PEBert on a task of ``pe_lib.data``: classification, regression,
+sentence pairs, and SQuAD-style span prediction.
+
+Span prediction follows HuggingFace's ``run_qa``: long contexts are cut into overlapping windows
+(``doc_stride``); a window that does not contain the answer is labelled with the [CLS] position;
+decoding takes the best valid span (start <= end, at most ``max_answer_len`` tokens, inside the
+context) over all windows of a question, and for SQuAD v2.0 answers "" when the [CLS] (null) score
+beats the best span.
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+from transformers import get_linear_schedule_with_warmup
+from transformers.utils import logging as hf_logging
+
+from pe_lib.model import PEBertForQuestionAnswering, PEBertForSequenceClassification
+from pe_lib.training import metrics
+from pe_lib.training.pretrain import PRECISIONS, autocast, param_groups, step_seed, use_bf16
+
+_METRICS: dict[str, Callable] = {
+    "accuracy": metrics.accuracy,
+    "f1": metrics.binary_f1,
+    "matthews_correlation": metrics.matthews,
+    "pearson": metrics.pearson,
+    "spearmanr": metrics.spearman,
+}
+
+
+@dataclass(frozen=True)
+class FinetuneConfig:
+    epochs: float = 3.0
+    batch_size: int = 32
+    lr: float = 1e-4
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.01
+    max_seq_len: int = 128
+    doc_stride: int = 32
+    max_answer_len: int = 30
+    precision: str = "auto"
+    seed: int = 0
+    eval_batch_size: int = 64
+
+    def __post_init__(self):
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        if self.doc_stride >= self.max_seq_len // 2:
+            raise ValueError(f"doc_stride {self.doc_stride} must be below half of max_seq_len {self.max_seq_len}")
+
+
+# ----------------------------------------------------------------------------- features
+
+
+def sentence_features(tokenizer, split, columns: tuple[str, ...], max_len: int) -> list[dict]:
+    """Tokenised (pairs of) sentences with their labels, unpadded."""
+    texts = [list(split[c]) for c in columns]
+    encoded = tokenizer(*texts, truncation=True, max_length=max_len)
+    return [{"input_ids": ids, "token_type_ids": types, "labels": label}
+            for ids, types, label in zip(encoded["input_ids"], encoded["token_type_ids"], list(split["label"]))]
+
+
+def span_features(tokenizer, split, cfg: FinetuneConfig, with_labels: bool) -> list[dict]:
+    """SQuAD windows: question + a slice of the context, with start/end token labels (train) or
+    the offsets needed to map predictions back to context characters (evaluation)."""
+    encoded = tokenizer(
+        [q.lstrip() for q in split["question"]], list(split["context"]), truncation="only_second", max_length=cfg.max_seq_len,
+        stride=cfg.doc_stride, return_overflowing_tokens=True, return_offsets_mapping=True,
+    )
+    features = []
+    for i, example_index in enumerate(encoded["overflow_to_sample_mapping"]):
+        ids, offsets = encoded["input_ids"][i], encoded["offset_mapping"][i]
+        in_context = [s == 1 for s in encoded.sequence_ids(i)]
+        feature = {"input_ids": ids, "token_type_ids": encoded["token_type_ids"][i]}
+        if with_labels:
+            feature["start_positions"], feature["end_positions"] = answer_tokens(split[example_index]["answers"], offsets, in_context)
+        else:
+            feature["example_id"] = split[example_index]["id"]
+            feature["offsets"] = [o if c else None for o, c in zip(offsets, in_context)]
+        features.append(feature)
+    return features
+
+
+def answer_tokens(answers: dict, offsets, in_context: list[bool]) -> tuple[int, int]:
+    """Token indices of the first gold answer inside this window, or (0, 0) ([CLS]) when absent."""
+    if not answers["answer_start"]:
+        return 0, 0
+    start_char = answers["answer_start"][0]
+    end_char = start_char + len(answers["text"][0])
+    context = [i for i, c in enumerate(in_context) if c]
+    if offsets[context[0]][0] > start_char or offsets[context[-1]][1] < end_char:
+        return 0, 0
+    start = next(i for i in context if offsets[i][1] > start_char)
+    end = next(i for i in reversed(context) if offsets[i][0] < end_char)
+    return start, end
+
+
+def collate(features: list[dict], pad_id: int) -> dict[str, torch.Tensor]:
+    """Pad to the longest sequence of the batch."""
+    n = max(len(f["input_ids"]) for f in features)
+    ids = torch.full((len(features), n), pad_id, dtype=torch.long)  # (B, n)
+    types = torch.zeros_like(ids)  # (B, n)
+    for row, f in enumerate(features):
+        ids[row, : len(f["input_ids"])] = torch.tensor(f["input_ids"])
+        types[row, : len(f["token_type_ids"])] = torch.tensor(f["token_type_ids"])
+    batch = {"input_ids": ids, "token_type_ids": types, "attention_mask": (ids != pad_id).long()}
+    for key in ("labels", "start_positions", "end_positions"):
+        if key in features[0]:
+            batch[key] = torch.tensor([f[key] for f in features])
+    return batch
+
+
+def batches(features: list[dict], size: int, pad_id: int, order: np.ndarray | None = None) -> Iterator[dict]:
+    order = np.arange(len(features)) if order is None else order
+    for start in range(0, len(order), size):
+        yield collate([features[i] for i in order[start : start + size]], pad_id)
+
+
+# ----------------------------------------------------------------------------- decoding
+
+
+def decode_spans(features: list[dict], starts: np.ndarray, ends: np.ndarray, contexts: dict[str, str],
+                 max_answer_len: int, allow_null: bool, n_best: int = 20) -> dict[str, str]:
+    """Best answer text per example over all its windows; "" when the null score wins (v2)."""
+    best: dict[str, tuple[float, str]] = {}
+    null: dict[str, float] = defaultdict(lambda: math.inf)
+    for feature, start_logits, end_logits in zip(features, starts, ends):
+        qid, offsets = feature["example_id"], feature["offsets"]
+        null[qid] = min(null[qid], float(start_logits[0] + end_logits[0]))
+        top_starts = np.argsort(start_logits)[::-1][:n_best]
+        top_ends = np.argsort(end_logits)[::-1][:n_best]
+        for s in top_starts:
+            for e in top_ends:
+                if s >= len(offsets) or e >= len(offsets) or offsets[s] is None or offsets[e] is None:
+                    continue
+                if e < s or e - s + 1 > max_answer_len:
+                    continue
+                score = float(start_logits[s] + end_logits[e])
+                if qid not in best or score > best[qid][0]:
+                    best[qid] = (score, contexts[qid][offsets[s][0] : offsets[e][1]])
+    answers = {}
+    for qid in {f["example_id"] for f in features}:
+        score, text = best.get(qid, (-math.inf, ""))
+        answers[qid] = "" if allow_null and null[qid] > score else text
+    return answers
+
+
+# ----------------------------------------------------------------------------- loops
+
+
+def train(model, features: list[dict], cfg: FinetuneConfig, pad_id: int, bf16: bool, desc: str, progress: bool) -> None:
+    steps_per_epoch = math.ceil(len(features) / cfg.batch_size)
+    total = max(1, round(cfg.epochs * steps_per_epoch))
+    optimizer = torch.optim.AdamW(param_groups(model, cfg.weight_decay), lr=cfg.lr, eps=1e-6)
+    scheduler = get_linear_schedule_with_warmup(optimizer, round(cfg.warmup_ratio * total), total)
+    model.train()
+    step = 0
+    with tqdm(total=total, desc=desc, disable=not progress, unit="step") as bar:
+        for epoch in range(math.ceil(cfg.epochs)):
+            order = np.random.default_rng([cfg.seed, epoch]).permutation(len(features))
+            for batch in batches(features, cfg.batch_size, pad_id, order):
+                if step == total:
+                    return
+                torch.manual_seed(step_seed(cfg.seed, step, 0, 3))  # dropout
+                with autocast(torch.device("cpu"), bf16):
+                    loss = model(**batch).loss
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad(set_to_none=True)
+                step += 1
+                bar.update(1)
+                bar.set_postfix(loss=f"{float(loss):.3f}")
+
+
+@torch.no_grad()
+def outputs(model, features: list[dict], cfg: FinetuneConfig, pad_id: int, bf16: bool) -> Iterator[tuple[dict, object]]:
+    """(batch, model output) over ``features`` in order, in evaluation mode."""
+    model.eval()
+    for batch in batches(features, cfg.eval_batch_size, pad_id):
+        inputs = {k: batch[k] for k in ("input_ids", "token_type_ids", "attention_mask")}
+        with autocast(torch.device("cpu"), bf16):
+            yield batch, model(**inputs)
+
+
+def predict_logits(model, features, cfg, pad_id, bf16) -> np.ndarray:
+    """Sequence-level logits, shape (N, num_labels)."""
+    return np.concatenate([out.logits.float().numpy() for _, out in outputs(model, features, cfg, pad_id, bf16)])
+
+
+def predict_spans(model, features, cfg, pad_id, bf16) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Start and end logits of every feature, each cut to the feature's length."""
+    starts, ends = [], []
+    for batch, out in outputs(model, features, cfg, pad_id, bf16):
+        for row, n in enumerate(batch["attention_mask"].sum(1).tolist()):
+            starts.append(out.start_logits[row, :n].float().numpy())
+            ends.append(out.end_logits[row, :n].float().numpy())
+    return starts, ends
+
+
+def score_sentences(task, logits: np.ndarray, split) -> dict[str, float]:
+    labels = np.asarray(list(split["label"]))
+    predictions = logits[:, 0] if task.meta.is_regression else logits.argmax(-1)
+    return {name: _METRICS[name](labels, predictions) for name in task.meta.metrics}
+
+
+def finetune(model_dir: str | os.PathLike, tokenizer, task, cfg: FinetuneConfig, progress: bool = True) -> dict:
+    """Fine-tune the pretrained model in ``model_dir`` on ``task`` (a ``pe_lib.data.Task``) and
+    score it on the validation and test splits. Returns ``{"validation": {...}, "test": {...}, ...}``."""
+    for split in ("train", "validation", "test"):
+        if split not in task.splits or len(task.splits[split]) == 0:
+            raise ValueError(f"task {task.meta.name!r}: split {split!r} is missing or empty")
+    started = time.perf_counter()
+    bf16 = use_bf16(cfg.precision, torch.device("cpu"))
+    pad_id = tokenizer.pad_token_id
+    span = task.meta.kind == "span"
+    torch.manual_seed(step_seed(cfg.seed, 0, 0, 4))  # head initialisation
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # "newly initialised head" is expected here
+    try:
+        if span:
+            model = PEBertForQuestionAnswering.from_pretrained(model_dir)
+        else:
+            model = PEBertForSequenceClassification.from_pretrained(model_dir, num_labels=task.meta.num_labels)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    if span:
+        train_features = span_features(tokenizer, task.splits["train"], cfg, with_labels=True)
+    else:
+        train_features = sentence_features(tokenizer, task.splits["train"], task.text_columns, cfg.max_seq_len)
+    train(model, train_features, cfg, pad_id, bf16, f"finetune {task.meta.name}", progress)
+
+    result = {"task": task.meta.name, "origin": task.origin, "config": asdict(cfg), "train_examples": len(task.splits["train"])}
+    for split_name in ("validation", "test"):
+        split = task.splits[split_name]
+        if span:
+            features = span_features(tokenizer, split, cfg, with_labels=False)
+            starts, ends = predict_spans(model, features, cfg, pad_id, bf16)
+            contexts = dict(zip(list(split["id"]), list(split["context"])))
+            answers = decode_spans(features, starts, ends, contexts, cfg.max_answer_len, task.meta.version_2_with_negative)
+            golds = {qid: list(a["text"]) for qid, a in zip(list(split["id"]), list(split["answers"]))}
+            result[split_name] = metrics.squad_scores(answers, golds)
+        else:
+            features = sentence_features(tokenizer, split, task.text_columns, cfg.max_seq_len)
+            result[split_name] = score_sentences(task, predict_logits(model, features, cfg, pad_id, bf16), split)
+    result["wall_s"] = time.perf_counter() - started
+    return result
