@@ -1,0 +1,297 @@
+"""Fine-tuning tasks: GLUE and SQuAD from the hub, or their packaged offline analogues, one schema.
+
+Every task comes back as a :class:`Task` with a ``datasets.DatasetDict`` of ``train``,
+``validation`` and ``test`` in the canonical schema, whatever its origin:
+
+* classification / regression: ``sentence1``, optional ``sentence2``, ``label`` (int or float);
+* span prediction: exactly SQuAD's ``id, title, context, question, answers{text, answer_start}``.
+
+Hub splits: ``validation`` is carved out of the hub's train split with the task seed (by article
+for SQuAD) and ``test`` is the hub's validation split, since GLUE/SQuAD test labels are hidden.
+Packaged analogues are prepared once into ``<cache>/prepared/task-<name>-<key>/`` as JSON lines
+with a data card; the key hashes the seed, the builder version and the sources' sha256.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import datasets
+
+from pe_lib.data import corpus as corpus_module
+from pe_lib.data.builders import BUILDERS, SPLITS, Built
+from pe_lib.data.cache import atomic_dir, cache_root, content_key, read_json
+from pe_lib.data.cards import write_card
+from pe_lib.data.hub import hub_or_packaged, load_hub_dataset
+from pe_lib.data.sources import get_source
+
+#: bump when any builder changes its output: part of every prepared task key
+BUILD_VERSION = 1
+TASK_SEED = 1234
+DEFAULT_MAX_TRAIN = 4000
+HUB_DEV_FRACTION = 0.1
+HUB_DEV_MAX = 2000
+
+
+@dataclass(frozen=True)
+class TaskMeta:
+    """What a fine-tuning loop needs to know about a task, whichever source it came from."""
+
+    name: str
+    kind: str
+    num_labels: int
+    metrics: tuple[str, ...]
+    label_names: tuple[str, ...] = ()
+    version_2_with_negative: bool = False
+
+    @property
+    def is_regression(self) -> bool:
+        """True for a single-output regression task (STS-B style)."""
+        return self.kind == "regression"
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """A task: its metadata, its hub source (by registry name) and its packaged analogue (by builder name)."""
+
+    meta: TaskMeta
+    hub_source: str
+    packaged: str | None = None
+    analogue: str = ""
+
+
+def _glue(name: str, kind: str, metrics: tuple[str, ...], labels: tuple[str, ...], packaged: str | None = None,
+          analogue: str = "") -> TaskSpec:
+    meta = TaskMeta(name, kind, 1 if kind == "regression" else len(labels), metrics, labels)
+    return TaskSpec(meta, f"glue-{name}", packaged, analogue)
+
+
+TASKS: dict[str, TaskSpec] = {
+    "cola": _glue("cola", "classification", ("matthews_correlation",), ("unacceptable", "acceptable"),
+                  "word-order", "word-order acceptability on held-out corpus sentences (constructed labels)"),
+    "sst2": _glue("sst2", "classification", ("accuracy",), ("negative", "positive"),
+                  "sentiment", "Rotten Tomatoes critic snippets, fresh vs rotten"),
+    "mrpc": _glue("mrpc", "classification", ("accuracy", "f1"), ("not_equivalent", "equivalent"),
+                  "paraphrase", "KJV/WEB aligned verses vs neighbouring verses"),
+    "stsb": _glue("stsb", "regression", ("pearson", "spearmanr"), (),
+                  "regression", "VADER mean human sentiment scores"),
+    "qnli": _glue("qnli", "classification", ("accuracy",), ("entailment", "not_entailment")),
+    "rte": _glue("rte", "classification", ("accuracy",), ("entailment", "not_entailment")),
+    "squad": TaskSpec(TaskMeta("squad", "span", 0, ("exact_match", "f1")), "squad", "spans",
+                      "WordNet 'which word has this gloss' spans"),
+    "squad_v2": TaskSpec(TaskMeta("squad_v2", "span", 0, ("exact_match", "f1"), version_2_with_negative=True),
+                         "squad_v2", "spans-v2", "WordNet gloss spans with unanswerable questions"),
+}
+
+_GLUE_TEXT = {"cola": ("sentence", None), "sst2": ("sentence", None), "mrpc": ("sentence1", "sentence2"),
+              "stsb": ("sentence1", "sentence2"), "qnli": ("question", "sentence"), "rte": ("sentence1", "sentence2")}
+SQUAD_FEATURES = datasets.Features({
+    "id": datasets.Value("string"), "title": datasets.Value("string"), "context": datasets.Value("string"),
+    "question": datasets.Value("string"),
+    "answers": {"text": datasets.List(datasets.Value("string")), "answer_start": datasets.List(datasets.Value("int32"))},
+})
+
+
+def features_for(meta: TaskMeta, paired: bool) -> datasets.Features:
+    """The canonical features of a task (``paired``: whether it has ``sentence2``)."""
+    if meta.kind == "span":
+        return SQUAD_FEATURES
+    columns = {"sentence1": datasets.Value("string")}
+    if paired:
+        columns["sentence2"] = datasets.Value("string")
+    columns["label"] = datasets.Value("float32" if meta.is_regression else "int64")
+    return datasets.Features(columns)
+
+
+@dataclass
+class Task:
+    """A loaded task: metadata, the three splits, where they came from, and its data card."""
+
+    meta: TaskMeta
+    splits: datasets.DatasetDict
+    origin: str
+    card: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def text_columns(self) -> tuple[str, ...]:
+        """``("sentence1",)`` or ``("sentence1", "sentence2")``; ``()`` for span tasks."""
+        names = self.splits["train"].column_names
+        return tuple(c for c in ("sentence1", "sentence2") if c in names) if self.meta.kind != "span" else ()
+
+
+def get_task(name: str) -> TaskSpec:
+    """The registered task called ``name``; ValueError listing the valid names otherwise."""
+    try:
+        return TASKS[name]
+    except KeyError:
+        raise ValueError(f"unknown task {name!r}; valid tasks: {', '.join(TASKS)}") from None
+
+
+# ---------------------------------------------------------------- hub path
+
+def convert_glue(raw: datasets.DatasetDict, spec: TaskSpec, seed: int = TASK_SEED) -> datasets.DatasetDict:
+    """Hub GLUE splits -> canonical columns; validation carved from train, test = hub validation."""
+    config = str(get_source(spec.hub_source).hub_config)
+    first, second = _GLUE_TEXT[config]
+    features = features_for(spec.meta, paired=second is not None)
+
+    def canonical(ds: datasets.Dataset) -> datasets.Dataset:
+        ds = ds.rename_columns({first: "sentence1"} | ({second: "sentence2"} if second else {}))
+        return ds.select_columns(list(features)).cast(features)
+
+    train = canonical(raw["train"])
+    n_dev = min(HUB_DEV_MAX, max(1, round(len(train) * HUB_DEV_FRACTION)))
+    parts = train.train_test_split(test_size=n_dev, seed=seed)
+    return datasets.DatasetDict(train=parts["train"], validation=parts["test"], test=canonical(raw["validation"]))
+
+
+def convert_squad(raw: datasets.DatasetDict, seed: int = TASK_SEED) -> datasets.DatasetDict:
+    """Hub SQuAD splits -> canonical features; validation = a seeded tenth of train's articles."""
+    train = raw["train"].select_columns(list(SQUAD_FEATURES)).cast(SQUAD_FEATURES)
+    titles = sorted(set(train["title"]))
+    random.Random(seed).shuffle(titles)
+    dev_titles = set(titles[:max(1, round(len(titles) * HUB_DEV_FRACTION))])
+    in_dev = [t in dev_titles for t in train["title"]]
+    return datasets.DatasetDict(
+        train=train.select([i for i, d in enumerate(in_dev) if not d]).shuffle(seed=seed),
+        validation=train.select([i for i, d in enumerate(in_dev) if d]),
+        test=raw["validation"].select_columns(list(SQUAD_FEATURES)).cast(SQUAD_FEATURES))
+
+
+def convert_hub(raw: datasets.DatasetDict, spec: TaskSpec, seed: int = TASK_SEED) -> datasets.DatasetDict:
+    """Hub-schema splits of a task -> canonical train/validation/test."""
+    return convert_squad(raw, seed) if spec.meta.kind == "span" else convert_glue(raw, spec, seed)
+
+
+# ---------------------------------------------------------------- packaged path
+
+def _task_key(spec: TaskSpec, seed: int) -> str:
+    assert spec.packaged is not None
+    payload: dict[str, Any] = {"task": spec.meta.name, "builder": spec.packaged, "version": BUILD_VERSION,
+                               "seed": seed,
+                               "sources": {n: get_source(n).sha256 for n in BUILDERS[spec.packaged].sources}}
+    if spec.packaged == "word-order":  # it reads the corpus's held-out documents
+        payload["corpus"] = [corpus_module.BUILD_VERSION, corpus_module.VALIDATION_FRACTION, corpus_module.SPLIT_SEED]
+    return content_key(payload)
+
+
+def packaged_folder(name: str, cache_dir: str | os.PathLike[str] | None = None, seed: int = TASK_SEED) -> Path:
+    """Where the packaged analogue of a task is (or would be) prepared."""
+    spec = get_task(name)
+    if spec.packaged is None:
+        raise ValueError(f"task {name!r} has no packaged offline analogue")
+    key = _task_key(spec, seed)
+    return cache_root(cache_dir) / "prepared" / f"task-{name}-{key}"
+
+
+def prepare_task(name: str, cache_dir: str | os.PathLike[str] | None = None, seed: int = TASK_SEED) -> Path:
+    """Build (once) the packaged analogue of a task as JSON lines plus a data card; return its folder."""
+    spec = get_task(name)
+    folder = packaged_folder(name, cache_dir, seed)
+    if (folder / "card.json").exists():
+        return folder
+    assert spec.packaged is not None
+    built = BUILDERS[spec.packaged].build(cache_dir, seed)
+    _check_nonempty(name, {s: len(rows) for s, rows in built.splits.items()})
+    with atomic_dir(folder, cache_root(cache_dir)) as work:
+        for split in SPLITS:
+            with open(work / f"{split}.jsonl", "w", encoding="utf-8") as handle:
+                handle.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in built.splits[split])
+        splits = _as_datasets(spec.meta, built.splits)
+        write_card(work, packaged_card(spec, built, splits, seed), title=f"Task {name} (packaged analogue)")
+    return folder
+
+
+def _as_datasets(meta: TaskMeta, rows: dict[str, list[dict[str, Any]]]) -> datasets.DatasetDict:
+    paired = any("sentence2" in r for r in rows["train"][:1])
+    features = features_for(meta, paired)
+    return datasets.DatasetDict({s: datasets.Dataset.from_list(rows[s], features=features) for s in SPLITS})
+
+
+def _read_packaged(spec: TaskSpec, folder: Path) -> datasets.DatasetDict:
+    rows = {s: [json.loads(line) for line in open(folder / f"{s}.jsonl", encoding="utf-8")] for s in SPLITS}
+    _check_nonempty(spec.meta.name, {s: len(r) for s, r in rows.items()})
+    return _as_datasets(spec.meta, rows)
+
+
+# ---------------------------------------------------------------- cards and loading
+
+def _check_nonempty(name: str, sizes: dict[str, int]) -> None:
+    empty = [s for s in SPLITS if not sizes.get(s)]
+    if empty:
+        raise ValueError(f"task {name!r}: empty split(s) {empty} (sizes {sizes}); the source has too little data")
+
+
+def split_stats(meta: TaskMeta, splits: datasets.DatasetDict) -> dict[str, Any]:
+    """Size and label balance of each split (class counts, score summary, or answerable share)."""
+    stats: dict[str, Any] = {}
+    for split in SPLITS:
+        ds = splits[split]
+        entry: dict[str, Any] = {"examples": len(ds)}
+        if meta.kind == "span":
+            answerable = sum(bool(a["text"]) for a in ds["answers"])
+            entry |= {"answerable": answerable, "unanswerable": len(ds) - answerable}
+        elif meta.is_regression:
+            labels = [float(x) for x in ds["label"]]
+            entry |= {"label_mean": round(statistics.fmean(labels), 4), "label_sd": round(statistics.pstdev(labels), 4),
+                      "label_min": round(min(labels), 4), "label_max": round(max(labels), 4)}
+        else:
+            counts = Counter(int(x) for x in ds["label"])
+            entry["labels"] = {meta.label_names[k] if 0 <= k < len(meta.label_names) else str(k): counts[k]
+                               for k in sorted(counts)}
+        stats[split] = entry
+    return stats
+
+
+def packaged_card(spec: TaskSpec, built: Built, splits: datasets.DatasetDict, seed: int) -> dict[str, Any]:
+    """The data card of a packaged analogue: what it stands in for, its sources, notes and split stats."""
+    return {
+        "task": spec.meta.name, "origin": f"packaged:{spec.packaged}", "stands_in_for": get_source(spec.hub_source).requirement,
+        "analogue": spec.analogue, "kind": spec.meta.kind, "metrics": list(spec.meta.metrics), "seed": seed,
+        "notes": built.notes,
+        "sources": {n: {"fetched_as": get_source(n).requirement, "licence": get_source(n).licence}
+                    for n in BUILDERS[str(spec.packaged)].sources},
+        "splits": split_stats(spec.meta, splits),
+    }
+
+
+def _cap_train(splits: datasets.DatasetDict, max_train: int | None) -> datasets.DatasetDict:
+    if max_train is None or len(splits["train"]) <= max_train:
+        return splits
+    return datasets.DatasetDict(train=splits["train"].select(range(max_train)), validation=splits["validation"],
+                                test=splits["test"])
+
+
+def load_task(name: str, source: str = "auto", cache_dir: str | os.PathLike[str] | None = None,
+              max_train: int | None = DEFAULT_MAX_TRAIN, seed: int = TASK_SEED) -> Task:
+    """A fine-tuning task with train/validation/test in the canonical schema.
+
+    ``source``: ``auto`` (hub unless offline or failing, then the packaged analogue with a
+    warning), ``hub`` or ``packaged``. ``max_train`` caps the (already shuffled) train split;
+    ``None`` keeps all of it. The card describes the splits returned.
+    """
+    spec = get_task(name)
+    hub_src = get_source(spec.hub_source)
+
+    def from_hub() -> tuple[datasets.DatasetDict, dict[str, Any]]:
+        raw = load_hub_dataset(hub_src)
+        return convert_hub(raw, spec, seed), {
+            "task": name, "origin": f"hub:{hub_src.requirement}", "licence": hub_src.licence, "seed": seed,
+            "notes": "validation = a seeded part of the hub train split; test = the hub validation split"}
+
+    def from_packages() -> tuple[datasets.DatasetDict, dict[str, Any]]:
+        folder = prepare_task(name, cache_dir, seed)
+        return _read_packaged(spec, folder), read_json(folder / "card.json")
+
+    (splits, card), _ = hub_or_packaged(f"task {name!r}", hub_src, from_hub,
+                                             from_packages if spec.packaged else None, source)
+    _check_nonempty(name, {s: len(splits[s]) for s in SPLITS})
+    splits = _cap_train(splits, max_train)
+    card = card | {"max_train": max_train, "splits": split_stats(spec.meta, splits)}
+    return Task(spec.meta, splits, card["origin"], card)
