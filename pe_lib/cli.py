@@ -12,8 +12,12 @@ import sys
 
 #: subcommand -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "variants": ("pe_lib.positions", "list the registered position-embedding variants"),
+    "variants": ("pe_lib.commands.variants", "list the registered position-embedding variants"),
     "data": ("pe_lib.data.cli", "fetch and prepare the corpus, tokenizer and tasks"),
+    "pretrain": ("pe_lib.commands.pretrain", "MLM-pretrain one variant (resumable; accelerate/DDP aware)"),
+    "finetune": ("pe_lib.commands.finetune", "fine-tune a pretrained model on one task"),
+    "run": ("pe_lib.commands.run", "compute every missing artifact of a profile"),
+    "properties": ("pe_lib.commands.properties", "property indicators of a model's position embeddings"),
     "book": ("pe_lib.book", "execute the notebooks with papermill and build the Jupyter Book"),
 }
 

@@ -446,18 +446,3 @@ def build_relative(variant: Variant, config) -> nn.Module | None:
     if cls.per_layer:
         return nn.ModuleList(cls(config) for _ in range(config.num_hidden_layers))
     return cls(config)
-
-
-# ----------------------------------------------------------------------------- CLI
-
-
-def configure(parser) -> None:
-    parser.add_argument("--all", action="store_true", help="also list every APE+relative combination")
-
-
-def run(args) -> int:
-    for name in all_variants() if args.all else PE_VARIANTS:
-        variant = parse_variant(name)
-        kinds = [_REGISTRY[p].integration for p in (variant.absolute, variant.relative) if p] or ["none"]
-        print(f"{name:32s} {'+'.join(kinds)}")
-    return 0

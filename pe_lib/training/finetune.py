@@ -44,6 +44,7 @@ class FinetuneConfig:
     weight_decay: float = 0.01
     max_seq_len: int = 128
     doc_stride: int = 32
+    max_question_len: int = 64  # questions are cut to this many tokens (BERT's max_query_length)
     max_answer_len: int = 30
     precision: str = "auto"
     seed: int = 0
@@ -52,8 +53,15 @@ class FinetuneConfig:
     def __post_init__(self):
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
-        if self.doc_stride >= self.max_seq_len // 2:
-            raise ValueError(f"doc_stride {self.doc_stride} must be below half of max_seq_len {self.max_seq_len}")
+        if self.doc_stride < 0 or self.max_question_len < 1:
+            raise ValueError("doc_stride must be >= 0 and max_question_len >= 1")
+
+    def check_span_lengths(self) -> None:
+        """Windows need room for the context beyond the stride: [CLS] question [SEP] context [SEP]."""
+        context_room = self.max_seq_len - self.max_question_len - 3
+        if self.doc_stride >= context_room:
+            raise ValueError(f"doc_stride {self.doc_stride} must be below the {context_room} context tokens left by "
+                             f"max_seq_len {self.max_seq_len} and max_question_len {self.max_question_len}")
 
 
 # ----------------------------------------------------------------------------- features
@@ -70,8 +78,9 @@ def sentence_features(tokenizer, split, columns: tuple[str, ...], max_len: int) 
 def span_features(tokenizer, split, cfg: FinetuneConfig, with_labels: bool) -> list[dict]:
     """SQuAD windows: question + a slice of the context, with start/end token labels (train) or
     the offsets needed to map predictions back to context characters (evaluation)."""
+    cfg.check_span_lengths()
     encoded = tokenizer(
-        [q.lstrip() for q in split["question"]], list(split["context"]), truncation="only_second", max_length=cfg.max_seq_len,
+        cut_questions(tokenizer, list(split["question"]), cfg.max_question_len), list(split["context"]), truncation="only_second", max_length=cfg.max_seq_len,
         stride=cfg.doc_stride, return_overflowing_tokens=True, return_offsets_mapping=True,
     )
     features = []
@@ -86,6 +95,13 @@ def span_features(tokenizer, split, cfg: FinetuneConfig, with_labels: bool) -> l
             feature["offsets"] = [o if c else None for o, c in zip(offsets, in_context)]
         features.append(feature)
     return features
+
+
+def cut_questions(tokenizer, questions: list[str], max_tokens: int) -> list[str]:
+    """Questions stripped and cut (at a token boundary) to at most ``max_tokens`` tokens."""
+    questions = [q.strip() for q in questions]
+    offsets = tokenizer(questions, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    return [q if len(o) <= max_tokens else q[: o[max_tokens - 1][1]] for q, o in zip(questions, offsets)]
 
 
 def answer_tokens(answers: dict, offsets, in_context: list[bool]) -> tuple[int, int]:
@@ -178,7 +194,7 @@ def train(model, features: list[dict], cfg: FinetuneConfig, pad_id: int, bf16: b
                 optimizer.zero_grad(set_to_none=True)
                 step += 1
                 bar.update(1)
-                bar.set_postfix(loss=f"{float(loss):.3f}")
+                bar.set_postfix(loss=f"{loss.item():.3f}")
 
 
 @torch.no_grad()

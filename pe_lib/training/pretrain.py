@@ -92,6 +92,11 @@ class MLMData:
     def seq_len(self) -> int:
         return self.train.shape[1]
 
+    @classmethod
+    def for_tokenizer(cls, tokenizer, train: np.ndarray, validation: np.ndarray) -> MLMData:
+        """Blocks made with a HF tokenizer: its size, [MASK] and special tokens."""
+        return cls(train, validation, len(tokenizer), tokenizer.mask_token_id, tuple(tokenizer.all_special_ids))
+
 
 def make_blocks(token_ids: np.ndarray, seq_len: int, cls_id: int, sep_id: int) -> np.ndarray:
     """Cut a token stream into rows ``[CLS] t_1 .. t_{n-2} [SEP]`` (the ragged tail is dropped)."""

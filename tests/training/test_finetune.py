@@ -75,7 +75,7 @@ def squad_split(n, with_unanswerable=False):
 
 
 def test_answer_tokens_map_characters_to_the_window(tokenizer):
-    cfg = FinetuneConfig(max_seq_len=24, doc_stride=4)
+    cfg = FinetuneConfig(max_seq_len=24, doc_stride=4, max_question_len=12)
     features = span_features(tokenizer, squad_split(1), cfg, with_labels=True)
     assert len(features) >= 2  # the context overflows into several windows
     found = [(f["start_positions"], f["end_positions"]) for f in features if f["start_positions"] > 0]
@@ -100,7 +100,7 @@ def test_decode_prefers_the_best_valid_span_and_null_for_v2():
 def test_span_task_runs_end_to_end(name, model_dir, tokenizer):
     split = lambda n: squad_split(n, with_unanswerable=name == "squad_v2")  # noqa: E731
     task = Task(TASKS[name].meta, DatasetDict({"train": split(32), "validation": split(8), "test": split(8)}), "fixture")
-    cfg = FinetuneConfig(epochs=6, batch_size=8, lr=2e-3, max_seq_len=24, doc_stride=4, precision="fp32")
+    cfg = FinetuneConfig(epochs=6, batch_size=8, lr=2e-3, max_seq_len=24, doc_stride=4, max_question_len=12, precision="fp32")
     result = finetune(model_dir, tokenizer, task, cfg, progress=False)
     assert set(result["test"]) == {"exact_match", "f1"}
     assert result["test"]["f1"] >= 50  # a single repeated question is learnable
@@ -111,3 +111,11 @@ def test_empty_split_is_refused(model_dir, tokenizer):
     task.splits["test"] = task.splits["test"].select([])
     with pytest.raises(ValueError, match="split 'test' is missing or empty"):
         finetune(model_dir, tokenizer, task, FinetuneConfig(max_seq_len=32, doc_stride=8), progress=False)
+
+
+def test_long_questions_are_cut_at_a_token_boundary(tokenizer):
+    from pe_lib.training.finetune import cut_questions
+
+    assert cut_questions(tokenizer, ["  the cat sat on the mat ?", "dog ?"], 3) == ["the cat sat", "dog ?"]
+    with pytest.raises(ValueError, match="doc_stride 20 must be below the 9 context tokens"):
+        FinetuneConfig(max_seq_len=24, doc_stride=20, max_question_len=12).check_span_lengths()

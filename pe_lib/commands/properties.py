@@ -1,0 +1,69 @@
+"""``pe-lib properties MODEL``: the property indicators of a pretrained PEBert model's position
+embeddings (APE dot products, RPE offset-vector dot products, identical-word probing)."""
+from __future__ import annotations
+
+import json
+
+
+def configure(parser) -> None:
+    from pe_lib.properties import PROXIMITY_KINDS
+
+    parser.add_argument("model", help="folder of a PEBert model (save_pretrained)")
+    parser.add_argument("--kind", nargs="+", choices=PROXIMITY_KINDS, help="which proximities (default: all the model has)")
+    parser.add_argument("--length", type=int, help="positions (APE/probe) or 2k+1 offsets (RPE) to use")
+    parser.add_argument("--layer", type=int, default=0, help="layer for RPE vectors and probing (default: 0)")
+    parser.add_argument("--window", type=int, default=8, help="local monotonicity window (default: 8)")
+    parser.add_argument("--heatmap", help="save the proximity heatmaps to this PNG file")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def available_kinds(model) -> list[str]:
+    from pe_lib.positions import OffsetTableRPE
+
+    kinds = ["ape"] if model.embeddings.position is not None else []
+    if isinstance(model.relative_for(0), OffsetTableRPE):
+        kinds.append("rpe")
+    return kinds + ["probe"]
+
+
+def run(args) -> int:
+    from transformers import AutoConfig, AutoModel
+
+    from pe_lib.model import PEBertConfig
+    from pe_lib.properties import indicators, proximity
+
+    config = AutoConfig.from_pretrained(args.model)
+    if not isinstance(config, PEBertConfig):
+        raise SystemExit(f"pe-lib properties: {args.model} is a {config.model_type!r} model, not a pe-bert one")
+    model = AutoModel.from_pretrained(args.model).eval()
+    kinds = args.kind or available_kinds(model)
+    phis = {kind: proximity(model, kind, length=args.length, layer=args.layer) for kind in kinds}
+    table = {kind: indicators(phi, window=args.window) for kind, phi in phis.items()}
+    if args.json:
+        print(json.dumps(table, indent=2))
+    else:
+        print(f"{config.position_embedding}  ({args.model})")
+        print(f"{'proximity':10s} {'monotonicity':>13s} {'local mono.':>12s} {'transl. inv.':>13s} {'symmetry':>9s}")
+        for kind, row in table.items():
+            print(f"{kind:10s} {row['monotonicity']:13.3f} {row['monotonicity_local']:12.3f} "
+                  f"{row['translation_invariance']:13.3f} {row['symmetry']:9.3f}")
+    if args.heatmap:
+        save_heatmaps(phis, args.heatmap, config.position_embedding)
+    return 0
+
+
+def save_heatmaps(phis: dict, path: str, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(phis), figsize=(4 * len(phis), 3.6), squeeze=False)
+    for ax, (kind, phi) in zip(axes[0], phis.items()):
+        image = ax.imshow(phi, cmap="viridis")
+        ax.set_title(kind)
+        fig.colorbar(image, ax=ax, fraction=0.046)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

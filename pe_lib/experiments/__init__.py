@@ -1,0 +1,1 @@
+"""Experiments: profiles as data, an artifact store keyed by config hashes, and the runner."""

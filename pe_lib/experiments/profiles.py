@@ -1,0 +1,108 @@
+"""Experiment profiles: everything that sizes a run, as data. A profile fixes the model size,
+sequence length, steps, batch, learning rates, tasks, seeds and variants; code paths never
+branch on a profile's name.
+
+* ``smoke``: everything tiny; the whole pipeline (all variants, all offline tasks) in minutes on 2 cores.
+* ``cpu``: the published reproduction on a 2-core CPU (about 2 hours in all).
+* ``gpu``: BERT-base-sized, for users with accelerators (not run here).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+
+from pe_lib.training.finetune import FinetuneConfig
+from pe_lib.training.pretrain import PretrainConfig
+
+#: The paper's six PEs, no PE, and its APE+RPE combinations.
+PAPER_VARIANTS = (
+    "none", "ape-learned", "ape-sin", "ape-sin-learned", "rpe-learned", "rpe-sin", "rpe-sin-learned",
+    "ape-learned+rpe-learned", "ape-learned+rpe-sin-learned", "ape-sin-learned+rpe-learned",
+    "ape-sin-learned+rpe-sin-learned",
+)
+MODERN_VARIANTS = ("rope", "alibi", "t5-bias")
+OFFLINE_TASKS = ("cola", "sst2", "mrpc", "stsb", "squad", "squad_v2")
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    model: dict  # PEBertConfig fields that size the model (vocab_size comes from the tokenizer)
+    pretrain: PretrainConfig
+    finetune: FinetuneConfig
+    seq_len: int  # pretraining sequence length
+    corpus_tokens: int | None  # cap on pretraining tokens read from the corpus (None: all)
+    tokenizer: dict = field(default_factory=lambda: {"kind": "wordpiece", "vocab_size": 8192})
+    variants: tuple[str, ...] = PAPER_VARIANTS + MODERN_VARIANTS
+    tasks: tuple[str, ...] = OFFLINE_TASKS
+    seeds: tuple[int, ...] = (0,)
+    task_max_train: int | None = 4000
+    task_max_eval: int | None = 1000  # validation/test examples scored (first N of the fixed split)
+    probe: dict = field(default_factory=lambda: {"length": 64, "n_words": 100})
+    data_source: str = "auto"  # hub when online, packaged analogues otherwise
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def with_overrides(self, **fields) -> Profile:
+        return replace(self, **fields)
+
+
+SMOKE = Profile(
+    name="smoke",
+    description="tiny models and data: checks the whole pipeline end to end in minutes",
+    model=dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=256,
+               max_position_embeddings=128, rpe_max_distance=32),
+    pretrain=PretrainConfig(steps=40, batch_size=16, lr=1e-3, warmup_steps=4, log_every=5, eval_every=20,
+                            eval_batches=2, checkpoint_every=20),
+    finetune=FinetuneConfig(epochs=1, batch_size=16, lr=5e-4, max_seq_len=64, doc_stride=8, max_question_len=24,
+                            max_answer_len=8),
+    seq_len=64,
+    corpus_tokens=200_000,
+    task_max_train=256,
+    task_max_eval=128,
+    probe={"length": 32, "n_words": 20},
+)
+
+CPU = Profile(
+    name="cpu",
+    description="the published reproduction on a 2-core CPU with bf16 (about 2 hours in all)",
+    model=dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=2, intermediate_size=512,
+               max_position_embeddings=256, rpe_max_distance=64),
+    pretrain=PretrainConfig(steps=600, batch_size=32, lr=1e-3, warmup_steps=60, log_every=10, eval_every=100,
+                            eval_batches=8, checkpoint_every=100),
+    finetune=FinetuneConfig(epochs=2, batch_size=32, lr=3e-4, max_seq_len=128, doc_stride=32, max_answer_len=16),
+    seq_len=128,
+    corpus_tokens=None,
+    seeds=(0, 1, 2),
+    task_max_train=2000,
+    task_max_eval=500,
+    probe={"length": 128, "n_words": 100},
+)
+
+GPU = Profile(
+    name="gpu",
+    description="BERT-base-sized, for accelerators (hub data when online; not run on the CPU machines)",
+    model=dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
+               max_position_embeddings=512, rpe_max_distance=128),
+    pretrain=PretrainConfig(steps=100_000, batch_size=256, lr=1e-4, warmup_steps=10_000, log_every=100,
+                            eval_every=5000, eval_batches=20, checkpoint_every=2000),
+    finetune=FinetuneConfig(epochs=3, batch_size=32, lr=3e-5, max_seq_len=384, doc_stride=128, max_answer_len=30),
+    seq_len=512,
+    corpus_tokens=None,
+    tokenizer={"kind": "bert-base-uncased", "vocab_size": 30522},
+    tasks=("cola", "sst2", "mrpc", "stsb", "qnli", "rte", "squad", "squad_v2"),
+    seeds=(0, 1, 2, 3, 4),
+    task_max_train=None,
+    task_max_eval=None,
+    probe={"length": 128, "n_words": 1000},
+)
+
+PROFILES: dict[str, Profile] = {p.name: p for p in (SMOKE, CPU, GPU)}
+
+
+def get_profile(name: str) -> Profile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ValueError(f"unknown profile {name!r}; valid profiles: {', '.join(PROFILES)}") from None
