@@ -8,20 +8,17 @@ Layout under the cache root (default ``~/.cache/pe-book``, or ``$XDG_CACHE_HOME/
     prepared/     corpus, tokenizer and task artefacts, one folder per content key
     tmp/          work in progress; nothing here is ever trusted
 
-Every artefact is written into ``tmp/`` and moved into place with one ``os.replace``, so an
-interrupted run leaves either the complete artefact or nothing that a later run would use.
+Every artefact is written into a temporary sibling folder and moved into place with one
+``os.replace`` (``pe_lib.io.atomic_dir``), so an interrupted run leaves either the complete
+artefact or nothing that a later run would use.
 """
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
 import os
-import shutil
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+
+from pe_lib.io import atomic_dir, content_key, read_json, sha256_file, write_json  # noqa: F401  (re-exported)
 
 ENV_CACHE = "PE_LIB_CACHE"
 _OFFLINE_ENV = ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE")
@@ -61,49 +58,3 @@ def is_offline() -> bool:
     return any(
         os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"} for name in _OFFLINE_ENV
     )
-
-
-def sha256_file(path: str | os.PathLike[str]) -> str:
-    """Hex sha256 of a file, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def content_key(payload: Any, length: int = 12) -> str:
-    """A short stable hash of a JSON-able payload: the version key of a prepared artefact."""
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:length]
-
-
-@contextlib.contextmanager
-def atomic_dir(final: Path, root: Path) -> Iterator[Path]:
-    """Yield a fresh folder in ``root/tmp``; on success it replaces ``final`` in one move.
-
-    On any exception the work folder is removed and ``final`` is left as it was.
-    """
-    work = Path(tempfile.mkdtemp(prefix=final.name + ".", dir=root / "tmp"))
-    try:
-        yield work
-        work.chmod(0o755)  # mkdtemp makes it private; a prepared artefact is as readable as any cache file
-        if final.exists():
-            shutil.rmtree(final)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(work, final)
-    finally:
-        if work.exists():
-            shutil.rmtree(work, ignore_errors=True)
-
-
-def write_json(path: Path, payload: Any) -> None:
-    """Write JSON through a temporary file and ``os.replace`` (never a half-written file)."""
-    tmp = path.with_name(path.name + ".part")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def read_json(path: Path) -> Any:
-    """Parse a JSON file."""
-    return json.loads(path.read_text(encoding="utf-8"))

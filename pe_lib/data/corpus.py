@@ -160,7 +160,7 @@ def _prepare(folder: Path, root: Path, origin: str, build: Callable[[], tuple[li
              names: tuple[str, ...]) -> Corpus:
     if not (folder / "card.json").exists():
         train, validation = build()
-        with atomic_dir(folder, root) as work:
+        with atomic_dir(folder) as work:
             _write_split(work / "train.txt", train)
             _write_split(work / "validation.txt", validation)
             write_card(work, corpus_card(origin, train, validation, names), title=f"Corpus ({origin})")

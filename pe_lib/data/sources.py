@@ -245,7 +245,7 @@ def source_dir(name: str, cache_dir: str | os.PathLike[str] | None = None) -> Pa
     if _manifest_ok(src, folder):
         return folder
     installed = _installed_members(src)
-    with atomic_dir(folder, root) as work:
+    with atomic_dir(folder) as work:
         if installed is not None:
             for member, path in installed.items():
                 (work / member).parent.mkdir(parents=True, exist_ok=True)

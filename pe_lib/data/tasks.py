@@ -199,7 +199,7 @@ def prepare_task(name: str, cache_dir: str | os.PathLike[str] | None = None, see
     assert spec.packaged is not None
     built = BUILDERS[spec.packaged].build(cache_dir, seed)
     _check_nonempty(name, {s: len(rows) for s, rows in built.splits.items()})
-    with atomic_dir(folder, cache_root(cache_dir)) as work:
+    with atomic_dir(folder) as work:
         for split in SPLITS:
             with open(work / f"{split}.jsonl", "w", encoding="utf-8") as handle:
                 handle.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in built.splits[split])

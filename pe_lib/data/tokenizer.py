@@ -83,7 +83,7 @@ def prepare_wordpiece(corpus: Corpus, vocab_size: int = DEFAULT_VOCAB_SIZE,
     if (folder / "card.json").exists():
         return folder
     trained = train_wordpiece(corpus.lines("train"), vocab_size)
-    with atomic_dir(folder, root) as work:
+    with atomic_dir(folder) as work:
         vocab = sorted(trained.get_vocab().items(), key=lambda item: item[1])
         (work / "vocab.txt").write_text("".join(f"{token}\n" for token, _ in vocab), encoding="utf-8")
         tok = as_bert_tokenizer(work / "vocab.txt")

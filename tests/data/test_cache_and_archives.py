@@ -42,20 +42,6 @@ def test_content_key_is_stable_and_order_free() -> None:
     assert cache.content_key({"a": 1}) != cache.content_key({"a": 2})
 
 
-def test_atomic_dir_leaves_nothing_on_failure(tmp_path: Path) -> None:
-    root = cache.cache_root(tmp_path)
-    final = root / "prepared" / "thing"
-    with pytest.raises(RuntimeError):
-        with cache.atomic_dir(final, root) as work:
-            (work / "half.txt").write_text("partial")
-            raise RuntimeError("interrupted")
-    assert not final.exists()
-    assert list((root / "tmp").iterdir()) == []
-    with cache.atomic_dir(final, root) as work:
-        (work / "done.txt").write_text("ok")
-    assert (final / "done.txt").read_text() == "ok"
-
-
 def _zip(path: Path, members: dict[str, bytes]) -> Path:
     with zipfile.ZipFile(path, "w") as zf:
         for name, data in members.items():

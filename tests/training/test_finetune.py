@@ -1,6 +1,5 @@
 import numpy as np
 import pytest
-import torch
 from datasets import Dataset, DatasetDict
 from transformers import BertTokenizer
 
