@@ -13,6 +13,7 @@ and every relative term folded into one additive float mask.
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 
 import torch
 import torch.nn as nn
@@ -28,6 +29,7 @@ from transformers import (
 )
 from transformers import initialization as init
 from transformers.activations import ACT2FN
+from transformers.utils import logging as hf_logging
 from transformers.modeling_outputs import (
     BaseModelOutputWithPooling,
     MaskedLMOutput,
@@ -376,6 +378,21 @@ class PEBertForQuestionAnswering(PEBertPreTrainedModel):
         return QuestionAnsweringModelOutput(
             loss=loss, start_logits=start, end_logits=end, hidden_states=out.hidden_states, attentions=out.attentions
         )
+
+
+@contextmanager
+def quiet_transformers():
+    """Silence transformers' loading/saving progress bars and its "newly initialised weights"
+    notices (expected when a fine-tuning head is added to a pretrained encoder)."""
+    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
 
 
 AutoConfig.register(PEBertConfig.model_type, PEBertConfig)

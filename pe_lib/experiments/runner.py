@@ -21,7 +21,7 @@ from tqdm.auto import tqdm
 from pe_lib.experiments.profiles import Profile
 from pe_lib.experiments.store import Artifact, Store
 from pe_lib.io import content_key
-from pe_lib.model import PEBertConfig, PEBertForMaskedLM
+from pe_lib.model import PEBertConfig, PEBertForMaskedLM, quiet_transformers
 from pe_lib.positions import OffsetTableRPE, parse_variant
 from pe_lib.probing import identical_word_attention
 from pe_lib.properties import chen_locality, chen_symmetry, indicators
@@ -109,9 +109,9 @@ class Runner:
         found = self.store.load(variant, "pretrain", config)
         if found is not None:
             return found
+        data = self.mlm_data()
         t0 = time.perf_counter()
-        result = pretrain(self.model_config(variant), self.mlm_data(), self.profile.pretrain, self.run_dir(variant),
-                          progress=self.progress)
+        result = pretrain(self.model_config(variant), data, self.profile.pretrain, self.run_dir(variant), progress=self.progress)
         wall = time.perf_counter() - t0
         self.timings["pretrain"] += wall
         curve = [json.loads(line) for line in (self.run_dir(variant) / "curve.jsonl").read_text().splitlines() if line]
@@ -123,7 +123,8 @@ class Runner:
         if not model_dir.exists():
             pretrain(self.model_config(variant), self.mlm_data(), self.profile.pretrain, self.run_dir(variant),
                      progress=self.progress)
-        return PEBertForMaskedLM.from_pretrained(model_dir).eval()
+        with quiet_transformers():
+            return PEBertForMaskedLM.from_pretrained(model_dir).eval()
 
     def ensure_analysis(self, variant: str) -> Artifact:
         """PE proximity matrices, identical-word attention and indicators, at init and after pretraining."""

@@ -20,9 +20,8 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 from transformers import get_linear_schedule_with_warmup
-from transformers.utils import logging as hf_logging
 
-from pe_lib.model import PEBertForQuestionAnswering, PEBertForSequenceClassification
+from pe_lib.model import PEBertForQuestionAnswering, PEBertForSequenceClassification, quiet_transformers
 from pe_lib.training import metrics
 from pe_lib.training.pretrain import PRECISIONS, autocast, param_groups, step_seed, use_bf16
 
@@ -239,15 +238,11 @@ def finetune(model_dir: str | os.PathLike, tokenizer, task, cfg: FinetuneConfig,
     pad_id = tokenizer.pad_token_id
     span = task.meta.kind == "span"
     torch.manual_seed(step_seed(cfg.seed, 0, 0, 4))  # head initialisation
-    verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()  # "newly initialised head" is expected here
-    try:
+    with quiet_transformers():  # the new head's "newly initialised" notice is expected
         if span:
             model = PEBertForQuestionAnswering.from_pretrained(model_dir)
         else:
             model = PEBertForSequenceClassification.from_pretrained(model_dir, num_labels=task.meta.num_labels)
-    finally:
-        hf_logging.set_verbosity(verbosity)
     if span:
         train_features = span_features(tokenizer, task.splits["train"], cfg, with_labels=True)
     else:

@@ -38,7 +38,7 @@ from tqdm.auto import tqdm
 from transformers import get_linear_schedule_with_warmup
 
 from pe_lib.io import atomic_dir, atomic_write_text, read_json, sha256_file, write_json
-from pe_lib.model import PEBertConfig, PEBertForMaskedLM
+from pe_lib.model import PEBertConfig, PEBertForMaskedLM, quiet_transformers
 
 PRECISIONS = ("auto", "bf16", "fp32")
 NO_DECAY = ("bias", "norm.weight", "freqs")  # parameter-name endings exempt from weight decay
@@ -339,7 +339,7 @@ def pretrain(
     }
     if accelerator.is_main_process:
         curve.close()
-        with atomic_dir(out_dir / "model") as work:
+        with atomic_dir(out_dir / "model") as work, quiet_transformers():
             model.save_pretrained(work)
         write_json(out_dir / "result.json", result)
     accelerator.wait_for_everyone()

@@ -1,0 +1,104 @@
+import dataclasses
+import warnings
+
+import numpy as np
+import pytest
+from datasets import Dataset, DatasetDict
+from transformers import BertTokenizer
+
+import pe_lib.data
+from pe_lib.data.tasks import TASKS, Task
+from pe_lib.experiments import runner as runner_module
+from pe_lib.experiments.profiles import SMOKE, get_profile
+from pe_lib.experiments.runner import Runner
+from pe_lib.training.pretrain import MLMData, PretrainConfig
+
+WORDS = "good bad film plot the was a cat dog sat".split()
+
+
+@pytest.fixture
+def tokenizer(tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
+    return BertTokenizer(vocab=str(vocab))
+
+
+@pytest.fixture
+def profile():
+    return dataclasses.replace(
+        SMOKE, name="test", variants=("ape-learned", "rpe-sin-learned"), tasks=("sst2",), seeds=(0, 1),
+        model=dict(SMOKE.model, hidden_size=16, intermediate_size=32),
+        pretrain=PretrainConfig(steps=4, batch_size=4, log_every=1, eval_every=2, eval_batches=1, checkpoint_every=2,
+                                precision="fp32"),
+        seq_len=16, probe={"length": 8, "n_words": 3},
+    )
+
+
+@pytest.fixture
+def runner(profile, tokenizer, tmp_path, monkeypatch):
+    rng = np.random.default_rng(0)
+    blocks = rng.integers(5, len(tokenizer), size=(12, 16))
+    blocks[:, 0], blocks[:, -1] = tokenizer.cls_token_id, tokenizer.sep_token_id
+    data = MLMData.for_tokenizer(tokenizer, blocks[:8], blocks[8:])
+
+    def fake_task(name, source, cache_dir, max_train):
+        rows = [{"sentence1": f"the film was {'good' if i % 2 else 'bad'}", "label": i % 2} for i in range(24)]
+        return Task(TASKS[name].meta, DatasetDict({"train": Dataset.from_list(rows[:16]), "validation": Dataset.from_list(rows[16:20]),
+                                                   "test": Dataset.from_list(rows[20:])}), "fixture")
+
+    monkeypatch.setattr(pe_lib.data, "load_task", fake_task)
+    return Runner(profile, tmp_path / "results", tmp_path / "work", progress=False, tokenizer=tokenizer, data=data)
+
+
+def count_calls(monkeypatch, name):
+    calls = []
+    original = getattr(runner_module, name)
+    monkeypatch.setattr(runner_module, name, lambda *a, **k: calls.append(1) or original(*a, **k))
+    return calls
+
+
+def test_run_computes_everything_once(runner, monkeypatch):
+    runner.run()
+    store = runner.store.root
+    assert sorted(p.name for p in store.iterdir()) == ["ape-learned", "rpe-sin-learned"]
+    stages = sorted(p.name.rsplit("-", 1)[0] for p in (store / "ape-learned").iterdir())
+    assert stages == ["analysis", "finetune-sst2-seed0", "finetune-sst2-seed1", "pretrain"]
+    pretrains, finetunes = count_calls(monkeypatch, "pretrain"), count_calls(monkeypatch, "finetune")
+    runner.run()
+    assert pretrains == [] and finetunes == [], "a complete store computes nothing"
+
+
+def test_artifacts_carry_provenance_and_analysis(runner):
+    pre = runner.ensure_pretrained("ape-learned")
+    assert {"config", "git_commit", "versions", "hardware", "wall_s", "created"} <= set(pre.provenance)
+    assert [r["step"] for r in pre.payload["curve"] if r["split"] == "train"] == [1, 2, 3, 4]
+    analysis = runner.ensure_analysis("rpe-sin-learned")
+    assert analysis.arrays["trained.probe"].shape == (2, 8, 8) and analysis.arrays["trained.probe"].dtype == np.float16
+    assert analysis.arrays["init.rpe_freqs"].shape == (2, 4)  # per layer, head_dim / 2
+    assert not np.array_equal(analysis.arrays["init.rpe_freqs"], analysis.arrays["trained.rpe_freqs"])
+    assert set(analysis.payload["trained"]["probe"][0]) >= {"monotonicity", "chen_locality", "chen_symmetry"}
+
+
+def test_changed_config_means_a_new_key(runner, profile):
+    runner.ensure_pretrained("ape-learned")
+    other = Runner(dataclasses.replace(profile, pretrain=dataclasses.replace(profile.pretrain, lr=1e-3)),
+                   runner.store.root.parent, runner.work, progress=False, tokenizer=runner.tokenizer, data=runner.mlm_data())
+    assert other.store.folder("ape-learned", "pretrain", other.pretrain_config("ape-learned")) != \
+        runner.store.folder("ape-learned", "pretrain", runner.pretrain_config("ape-learned"))
+    assert other.store.load("ape-learned", "pretrain", other.pretrain_config("ape-learned")) is None
+
+
+def test_corrupt_artifact_is_reported_and_recomputed(runner):
+    artifact = runner.ensure_finetuned("ape-learned", "sst2", 0)
+    (artifact.folder / "artifact.json").write_text("{}")
+    with pytest.warns(UserWarning, match="ignoring corrupt artifact .*checksum mismatch"):
+        again = runner.ensure_finetuned("ape-learned", "sst2", 0)
+    assert again.payload["test"] == artifact.payload["test"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        runner.ensure_finetuned("ape-learned", "sst2", 0)
+
+
+def test_unknown_profile_names_the_valid_ones():
+    with pytest.raises(ValueError, match="valid profiles: smoke, cpu, gpu"):
+        get_profile("laptop")
