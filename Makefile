@@ -4,7 +4,7 @@ STAMP   := .venv/.setup-done
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
 PROFILE ?= smoke
 
-.PHONY: setup test book bench clean
+.PHONY: setup test book check-book chromium bench clean
 
 setup: $(STAMP)
 
@@ -22,6 +22,15 @@ test: $(STAMP)
 
 book: $(STAMP)
 	$(OFFLINE) $(PY) -m pe_lib.cli book --profile $(PROFILE)
+
+# Opens every page of the built book in headless Chromium (Debian's chromium + chromium-driver).
+check-book: $(STAMP) chromium
+	test -f book/_build/html/index.html || $(MAKE) book
+	$(PY) -m pe_lib.book_check
+
+chromium:
+	command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver)
 
 bench: $(STAMP)
 	$(PY) -m pe_lib.bench

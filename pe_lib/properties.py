@@ -392,7 +392,7 @@ def proximity(model, kind: str = "ape", length: int | None = None, layer: int = 
             if ape is None:
                 raise ValueError(f"variant {variant!r} has no absolute position embedding (kind='ape')")
             n = length or ape.max_positions or encoder.config.max_position_embeddings
-            vectors = ape.vectors(torch.arange(n))  # (n, H)
+            vectors = ape(torch.arange(n)[None])[0]  # (n, H); refuses n beyond the APE's maximum
         else:
             rpe = encoder.relative_for(layer)
             if not isinstance(rpe, OffsetTableRPE):

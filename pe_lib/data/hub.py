@@ -10,6 +10,9 @@ from pe_lib.data.sources import Source, SourceUnavailable
 
 T = TypeVar("T")
 SOURCE_CHOICES = ("auto", "hub", "packaged")
+#: Set after the first hub failure under ``auto``: later ``auto`` loads in this process go straight
+#: to the packaged fallback instead of waiting for the network again (tens of seconds each).
+_hub_failed: list[str] = []
 
 
 def check_source_choice(source: str) -> str:
@@ -35,7 +38,7 @@ def hub_or_packaged(what: str, src: Source, from_hub: Callable[[], T], from_pack
     naming what was tried and how to fix it.
     """
     check_source_choice(source)
-    if source == "packaged" or (source == "auto" and is_offline()):
+    if source == "packaged" or (source == "auto" and (is_offline() or _hub_failed)):
         if from_packages is None:
             raise SourceUnavailable(f"{what}: there is no packaged offline analogue; it needs the hub source "
                                     f"{src.requirement}; fix: go online (unset HF_DATASETS_OFFLINE/HF_HUB_OFFLINE) "
@@ -49,6 +52,7 @@ def hub_or_packaged(what: str, src: Source, from_hub: Callable[[], T], from_pack
             alternative = "" if from_packages is None else ", or use source='packaged'"
             raise SourceUnavailable(f"{what}: could not load hub source {src.requirement} ({reason}); fix: go "
                                     f"online with access to the hub{alternative}") from exc
-        warnings.warn(f"{what}: hub source {src.requirement} failed ({reason}); using the packaged fallback",
-                      stacklevel=3)
+        warnings.warn(f"{what}: hub source {src.requirement} failed ({reason}); using the packaged fallback "
+                      "(and for the rest of this process)", stacklevel=3)
+        _hub_failed.append(reason)
     return from_packages(), "packaged"

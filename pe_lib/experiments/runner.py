@@ -47,6 +47,8 @@ class Runner:
         self.timings: dict[str, float] = defaultdict(float)
         self._tokenizer = tokenizer
         self._data = data
+        self._corpus = None
+        self._tasks: dict = {}
 
     # ------------------------------------------------------------------ data
 
@@ -60,20 +62,27 @@ class Runner:
             self.timings["data"] += time.perf_counter() - t0
         return self._tokenizer
 
+    @property
+    def corpus(self):
+        if self._corpus is None:
+            from pe_lib.data import load_corpus
+
+            self._corpus = load_corpus(self.profile.data_source, self.cache_dir)
+        return self._corpus
+
     def data_fingerprint(self) -> dict:
-        return {"tokenizer": content_key(self.tokenizer.get_vocab()), "corpus_tokens": self.profile.corpus_tokens,
-                "seq_len": self.profile.seq_len, "source": self.profile.data_source}
+        """What identifies the pretraining data: the prepared corpus (origin + key) or, for data
+        given directly, its content; the tokenizer's vocabulary; the caps."""
+        text = self.corpus.folder.name if self._data is None else content_key(self._data.train.tolist())
+        return {"corpus": text, "tokenizer": content_key(self.tokenizer.get_vocab()),
+                "corpus_tokens": self.profile.corpus_tokens, "seq_len": self.profile.seq_len}
 
     def mlm_data(self) -> MLMData:
         """Token blocks of the pretraining corpus, tokenised once and cached in the work folder."""
         if self._data is None:
-            from pe_lib.data import load_corpus
-
             t0 = time.perf_counter()
-            corpus = load_corpus(self.profile.data_source, self.cache_dir)
-            tok = self.tokenizer
-            key = content_key({"corpus": corpus.folder.name, **self.data_fingerprint()})
-            path = self.work / "blocks" / f"{key}.npz"
+            tok, corpus = self.tokenizer, self.corpus
+            path = self.work / "blocks" / f"{content_key(self.data_fingerprint())}.npz"
             if not path.exists():
                 cap = self.profile.corpus_tokens
                 blocks = {split: text_blocks(tok, corpus.lines(split), self.profile.seq_len,
@@ -87,6 +96,20 @@ class Runner:
                 self._data = MLMData.for_tokenizer(tok, npz["train"], npz["validation"])
             self.timings["data"] += time.perf_counter() - t0
         return self._data
+
+    def task(self, name: str):
+        """A fine-tuning task, loaded once per runner, train capped and evaluation splits cut."""
+        if name not in self._tasks:
+            from pe_lib.data import load_task
+
+            t0 = time.perf_counter()
+            task = load_task(name, self.profile.data_source, self.cache_dir, max_train=self.profile.task_max_train)
+            if self.profile.task_max_eval is not None:
+                for split in ("validation", "test"):
+                    task.splits[split] = task.splits[split].select(range(min(self.profile.task_max_eval, len(task.splits[split]))))
+            self._tasks[name] = task
+            self.timings["data"] += time.perf_counter() - t0
+        return self._tasks[name]
 
     # ------------------------------------------------------------------ configs
 
@@ -147,22 +170,17 @@ class Runner:
 
     def finetune_config(self, variant: str, task: str, seed: int) -> dict:
         return {"stage": "finetune", "pretrain": Store.key(self.pretrain_config(variant)), "task": task, "seed": seed,
-                "finetune": asdict(replace(self.profile.finetune, seed=seed)), "max_train": self.profile.task_max_train,
-                "max_eval": self.profile.task_max_eval, "source": self.profile.data_source}
+                "finetune": asdict(replace(self.profile.finetune, seed=seed)), "data": content_key(self.task(task).card),
+                "max_eval": self.profile.task_max_eval}
 
     def ensure_finetuned(self, variant: str, task_name: str, seed: int) -> Artifact:
         config = self.finetune_config(variant, task_name, seed)
         found = self.store.load(variant, f"finetune-{task_name}-seed{seed}", config)
         if found is not None:
             return found
-        from pe_lib.data import load_task
-
         self.ensure_pretrained(variant)
+        task = self.task(task_name)
         t0 = time.perf_counter()
-        task = load_task(task_name, self.profile.data_source, self.cache_dir, max_train=self.profile.task_max_train)
-        if self.profile.task_max_eval is not None:
-            for split in ("validation", "test"):
-                task.splits[split] = task.splits[split].select(range(min(self.profile.task_max_eval, len(task.splits[split]))))
         self.trained_model(variant)  # makes sure the weights are on disk
         result = finetune(self.run_dir(variant) / "model", self.tokenizer, task, replace(self.profile.finetune, seed=seed),
                           progress=self.progress)

@@ -229,3 +229,11 @@ def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
+
+
+@pytest.fixture(autouse=True)
+def _fresh_hub_memory(monkeypatch):
+    """Each test starts as if the hub had never failed in this process."""
+    from pe_lib.data import hub
+
+    monkeypatch.setattr(hub, "_hub_failed", [])

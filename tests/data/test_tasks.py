@@ -190,3 +190,19 @@ def test_empty_hub_split_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(datasets, "load_dataset", lambda *a, **k: empty)
     with pytest.raises(ValueError, match="empty split.*test"):
         load_task("rte", source="hub", cache_dir=tmp_path)
+
+
+def test_after_one_hub_failure_auto_stops_waiting_for_the_hub(prepared_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HF_DATASETS_OFFLINE")
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    calls = []
+
+    def unreachable(*args: object, **kwargs: object) -> None:
+        calls.append(args)
+        raise ConnectionError("no route")
+
+    monkeypatch.setattr(datasets, "load_dataset", unreachable)
+    with pytest.warns(UserWarning, match="rest of this process"):
+        load_task("sst2", cache_dir=prepared_cache)
+    assert load_task("sst2", cache_dir=prepared_cache).origin == "packaged:sentiment"
+    assert len(calls) == 1

@@ -1,0 +1,310 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# (properties)=
+# # Three properties of position embeddings
+#
+# {cite:t}`wang2021position` describe a position embedding by a proximity $\phi(x, y)$ between
+# positions $x$ and $y$ (for example the dot product of their position vectors) and ask which of
+# three properties it has:
+#
+# 1. **monotonicity**: the farther apart, the less similar,
+#    $m > n \iff \phi(x, x + m) < \phi(x, x + n)$;
+# 2. **translation invariance**: only the offset matters,
+#    $\phi(x_1, x_1 + m) = \phi(x_2, x_2 + m)$;
+# 3. **symmetry**: $\phi(x, y) = \phi(y, x)$.
+#
+# This chapter states, for every position embedding in `pe_lib`, which properties hold by
+# construction, then measures them on small randomly initialised BERT models. A randomly
+# initialised model has learned nothing, so the measurements show what each embedding *imposes*
+# before training; the same measurements after pretraining will follow.
+
+# %% tags=["hide-cell"]
+import sys
+
+if "google.colab" in sys.modules:  # on Colab: install pe_lib from the repository first
+    import subprocess
+
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "pe-lib @ git+https://github.com/pe-book/pe-lib"],
+        check=True,
+    )
+
+import math
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+import torch
+
+from pe_lib import PEBertConfig, PEBertModel, book, parse_variant
+from pe_lib.properties import chen_locality, chen_symmetry, indicators, proximity
+
+book.record_names(globals())
+
+# %% [markdown]
+# ## Parameters
+#
+# The defaults build small models that run in seconds; `pe-lib book --profile cpu` uses
+# BERT-base-sized layers. Rerun this chapter with other values through papermill, e.g.
+# `papermill book/01_properties.ipynb out.ipynb -p seed 1`.
+
+# %% tags=["parameters"]
+profile: str = "smoke"  # results profile; used once pretrained models exist
+variants: list[str] = [
+    "none", "ape-learned", "ape-sin", "ape-sin-learned", "rpe-learned", "rpe-sin", "rpe-sin-learned",
+    "alibi", "t5-bias", "rope", "ape-learned+rpe-learned", "ape-sin-learned+rpe-sin-learned",
+]  # position embeddings to measure (see `pe-lib variants --all`)
+hidden_size: int = 64  # hidden size of the models
+num_heads: int = 4  # attention heads (a relative vector has hidden_size / num_heads dimensions)
+num_layers: int = 2  # layers (only the first layer's attention is probed)
+length: int = 32  # positions (and offsets -length/2..length/2 for relative vectors)
+n_words: int = 50  # random words averaged in identical-word probing
+window: int = 8  # offsets 1..window for local monotonicity
+seed: int = 0  # seed of the random initialisation and of the probing words
+
+# %%
+params = book.check_notebook_parameters(globals())
+for name in variants:
+    parse_variant(name)  # raises ValueError naming the valid variants
+book.glue("seed", seed)
+book.glue("length", length)
+book.glue("n_words", n_words)
+book.glue("window", window)
+book.glue("hidden_size", hidden_size)
+book.glue("profile_name", profile)
+pd.DataFrame({"value": params})
+
+# %% [markdown]
+# ## In theory
+#
+# For an absolute embedding (APE) $\phi(x, y) = \langle p_x, p_y \rangle$; for a relative one the
+# proximity is the position term that the offset $x - y$ adds to the attention score of query $x$
+# and key $y$. The table below summarises the argument of {cite:t}`wang2021position`, extended to
+# three relative schemes they did not study ("local": only over a range of offsets).
+#
+# * A dot product is symmetric, so every APE is; only the sinusoidal ones are translation
+#   invariant, because $\langle p_x, p_y \rangle = \psi(x - y)$ depends on the offset only, and
+#   they are monotone only over a limited range of offsets ({ref}`sinusoid`). Fully learnable APE
+#   {cite}`gehring2017convolutional,devlin2019bert` has none of this by construction.
+# * A relative embedding is translation invariant by definition. Fully learnable RPE
+#   {cite}`shaw2018self,huang2020improve` keeps separate vectors for $x - y$ and $y - x$, so it need
+#   not be symmetric. Sinusoidal RPE {cite}`wei2019nezha` is locally monotone like sinusoidal APE;
+#   built from $|x - y|$, as the paper reads it (and `pe_lib` does by default), it is symmetric.
+# * ALiBi {cite}`press2022train` subtracts $\text{slope} \cdot |x - y|$: monotone, invariant and
+#   symmetric. The T5 bias {cite}`raffel2020exploring` learns one scalar per bucket of $y - x$,
+#   with separate buckets for each direction. RoPE {cite}`su2021roformer` rotates queries and keys
+#   so that their score depends on $x - y$ only, but $q^\top R_{x-y} k \ne q^\top R_{y-x} k$ unless
+#   $q = k$; its "long-term decay" bounds the score, without making it monotone.
+#
+# An APE combined with an RPE adds their position terms: the sum inherits a property only when
+# both parts have it (translation invariance is lost with any APE). TUPE {cite}`ke2021rethinking`,
+# probing studies {cite}`wang2020position` and the locality and symmetry indicators of
+# {cite:t}`chen2023locality` look at the same questions from other angles.
+
+# %%
+YES, NO, LOCAL = "✓", "✗", "local"
+theory = pd.DataFrame(
+    [
+        ("none", "— (no position)", "✓ (trivially)", "✓ (trivially)"),
+        ("ape-learned", NO, NO, YES),
+        ("ape-sin", LOCAL, YES, YES),
+        ("ape-sin-learned", LOCAL + " (range learned)", YES, YES),
+        ("rpe-learned", NO, YES, NO),
+        ("rpe-sin", LOCAL, YES, YES + " (|x - y|)"),
+        ("rpe-sin-learned", LOCAL + " (range learned)", YES, YES + " (|x - y|)"),
+        ("alibi", YES, YES, YES),
+        ("t5-bias", NO, YES + " (bucketed)", NO),
+        ("rope", NO + " (decaying bound)", YES, NO),
+    ],
+    columns=["variant", "monotonicity", "translation invariance", "symmetry"],
+).set_index("variant")
+theory
+
+# %% [markdown]
+# ## Measured at initialisation
+#
+# For each variant the next cell builds a {glue:text}`hidden_size`-wide PEBert model (seed
+# {glue:text}`seed`, dropout off) and computes three proximity matrices with
+# `pe_lib.properties.proximity`:
+#
+# * the dot products of the absolute position vectors ($\phi[x, y] = p_x \cdot p_y$, APE
+#   variants);
+# * the dot products of the relative offset vectors of the first layer ($r_a \cdot r_b$ for
+#   offsets $a, b$, `rpe-*` variants), the two kinds of maps of the paper's figure;
+# * **identical-word probing** {cite}`wang2021position`: every token of a
+#   {glue:text}`length`-token input is the same word, so the first layer's attention can only
+#   depend on position; averaged over {glue:text}`n_words` random words and over heads. This is
+#   the one measurement that every variant, absolute or relative, has.
+#
+# On each matrix, `pe_lib.properties.indicators` scores monotonicity (a rank correlation between
+# distance and proximity, in $[-1, 1]$; locally over offsets up to {glue:text}`window`),
+# translation invariance (the share of the variance explained by the offset, in $[0, 1]$) and
+# symmetry (the correlation of $\phi[x, y]$ with $\phi[y, x]$); `chen_locality` and
+# `chen_symmetry` are the attention indicators of {cite:t}`chen2023locality`.
+
+# %%
+def build(variant: str) -> PEBertModel:
+    torch.manual_seed(seed)
+    config = PEBertConfig(
+        hidden_size=hidden_size, num_attention_heads=num_heads, num_hidden_layers=num_layers,
+        intermediate_size=4 * hidden_size, max_position_embeddings=length,
+        position_embedding=variant,
+    )
+    return PEBertModel(config, add_pooling_layer=False).eval()
+
+
+probes, ape_grams, rpe_grams, rows = {}, {}, {}, []
+for name in variants:
+    model = build(name)
+    parsed = parse_variant(name)
+    phi = proximity(model, "probe", length=length, n_words=n_words, seed=seed)  # (n, n)
+    probes[name] = phi
+    row = {"variant": name, **indicators(phi, window=window),
+           "Chen locality": chen_locality(phi), "Chen symmetry": chen_symmetry(phi)}
+    if parsed.absolute:
+        ape_grams[name] = proximity(model, "ape", length=length)
+    if parsed.relative and parsed.relative.startswith("rpe-"):
+        rpe_grams[name] = proximity(model, "rpe", length=length)
+    rows.append(row)
+
+probe_table = pd.DataFrame(rows).set_index("variant")[[
+    "monotonicity", "monotonicity_local", "translation_invariance", "symmetry",
+    "Chen locality", "Chen symmetry",
+]]
+gram_table = pd.DataFrame(
+    {name: indicators(phi, window=window) for name, phi in ape_grams.items()}
+).T[["monotonicity", "monotonicity_local", "translation_invariance", "symmetry"]]
+
+# %% [markdown]
+# ### Identical-word probing
+#
+# The table below gives the indicators of the first layer's attention under identical-word
+# probing ({glue:text}`length` positions, {glue:text}`n_words` words, seed {glue:text}`seed`;
+# "n/a": undefined, a constant map has no monotone trend), and {numref}`fig-probe` shows the
+# maps.
+
+# %%
+SHORT = {"monotonicity_local": "local monotonicity", "translation_invariance": "translation inv.",
+         "Chen locality": "Chen loc.", "Chen symmetry": "Chen sym."}
+probe_table.rename(columns=SHORT).style.format("{:.3f}", na_rep="n/a").set_table_attributes('class="dataframe"')
+
+# %%
+def value(table, variant, column):
+    return float(table.loc[variant, column]) if variant in table.index else math.nan
+
+
+relative_only = [v for v in variants if (p := parse_variant(v)).absolute is None and p.relative]
+absolute_only = [v for v in variants if (p := parse_variant(v)).absolute and p.relative is None]
+book.glue("none_ti", value(probe_table, "none", "translation_invariance"))
+book.glue("alibi_mono", value(probe_table, "alibi", "monotonicity"))
+ti = probe_table["translation_invariance"]
+book.glue("rel_ti_min", ti[relative_only].min() if relative_only else math.nan)
+book.glue("abs_ti_max", ti[absolute_only].max() if absolute_only else math.nan)
+book.glue("rpe_learned_sym", value(probe_table, "rpe-learned", "symmetry"))
+book.glue("rpe_sin_sym", value(probe_table, "rpe-sin", "symmetry"))
+book.glue("t5_sym", value(probe_table, "t5-bias", "symmetry"))
+
+ncols = 4
+nrows = math.ceil(len(probes) / ncols)
+fig, axes = plt.subplots(
+    nrows, ncols, figsize=(3 * ncols, 3 * nrows), constrained_layout=True, squeeze=False
+)
+for ax, (name, phi) in zip(axes.flat, probes.items()):
+    sns.heatmap(phi, ax=ax, cmap="viridis", square=True, cbar=False,
+                xticklabels=False, yticklabels=False)
+    ax.set_title(name, fontsize=10)
+for ax in axes.flat[len(probes):]:
+    ax.set_axis_off()
+book.glue("fig_probe", fig)
+plt.close(fig)
+
+# %% [markdown]
+# ```{glue:figure} fig_probe
+# :alt: Heatmaps of first-layer identical-word attention, one per position embedding
+# :name: fig-probe
+#
+# First-layer attention under identical-word probing at initialisation (rows: queries, columns:
+# keys; each panel has its own colour scale).
+# ```
+#
+# In this run, the measurements agree with the theory where the embedding fixes the answer
+# before any training:
+#
+# * without position embedding every query attends uniformly to identical words; the map is
+#   constant, so it is trivially translation invariant ({glue:text}`none_ti:.2f`) and has no
+#   monotone trend (n/a);
+# * ALiBi's fixed distance penalty makes attention fall with distance in every row: monotonicity
+#   {glue:text}`alibi_mono:.2f`;
+# * every purely relative variant scores at least {glue:text}`rel_ti_min:.2f` in translation
+#   invariance, every purely absolute one at most {glue:text}`abs_ti_max:.2f`: the absolute
+#   vector passes through LayerNorm together with the word embedding, and what reaches the
+#   attention is no longer a function of the offset alone;
+# * the direction-blind sinusoidal RPE is symmetric ({glue:text}`rpe_sin_sym:.2f`); the randomly
+#   initialised learnable RPE ({glue:text}`rpe_learned_sym:.2f`) and T5 bias
+#   ({glue:text}`t5_sym:.2f`) are not, since nothing ties $x - y$ to $y - x$.
+#
+# The fixed and the learnable sinusoidal variants start from the same frequencies, so their rows
+# coincide here; they can only differ after pretraining.
+#
+# ### Dot products of position vectors
+#
+# {numref}`fig-gram` shows the maps of the paper's figure at initialisation, and the table below
+# the indicators of $p_x \cdot p_y$ for the absolute embeddings.
+
+# %%
+gram_table.rename(columns=SHORT).style.format("{:.3f}", na_rep="n/a").set_table_attributes('class="dataframe"')
+
+# %%
+book.glue("ape_sin_gram_ti", value(gram_table, "ape-sin", "translation_invariance"))
+book.glue("ape_learned_gram_ti", value(gram_table, "ape-learned", "translation_invariance"))
+book.glue("random_gram_ti", hidden_size / (length + hidden_size))
+
+maps = {f"APE {k}": v for k, v in ape_grams.items() if "+" not in k}
+maps.update({f"RPE {k}": v for k, v in rpe_grams.items() if "+" not in k})
+n_maps = max(1, len(maps))
+fig, axes = plt.subplots(1, n_maps, figsize=(3 * n_maps, 3.2), constrained_layout=True, squeeze=False)
+for ax, (name, phi) in zip(axes.flat, maps.items()):
+    sns.heatmap(phi, ax=ax, cmap="viridis", square=True, cbar=False,
+                xticklabels=False, yticklabels=False)
+    ax.set_title(name, fontsize=9)
+book.glue("fig_gram", fig)
+plt.close(fig)
+
+# %% [markdown]
+# ```{glue:figure} fig_gram
+# :alt: Heatmaps of dot products between position vectors at initialisation
+# :name: fig-gram
+#
+# Dot products between position vectors at initialisation: $p_x \cdot p_y$ for absolute
+# embeddings over {glue:text}`length` positions, $r_a \cdot r_b$ for the relative offset vectors
+# of the first layer (offsets from $-$length/2 to length/2). Each panel has its own colour scale.
+# ```
+#
+# The sinusoidal APE is exactly translation invariant ({glue:text}`ape_sin_gram_ti:.3f`): its
+# map depends on $x - y$ only. The randomly initialised learnable APE scores
+# {glue:text}`ape_learned_gram_ti:.3f`, close to what independent Gaussian vectors give,
+# $D / (n + D)$ = {glue:text}`random_gram_ti:.3f`, all of it from the large diagonal. A Gram
+# matrix is symmetric by construction, which is why symmetry is measured on attention above.
+#
+# ## After pretraining
+#
+# ```{admonition} Not computed yet
+# :class: note
+# The same tables and maps for the pretrained models of profile {glue:text}`profile_name` (the
+# paper's figure of dot products, and its quantitative evaluation of the three properties) will
+# appear here once a later part of this project provides pretrained models. Nothing is shown
+# until then, rather than numbers that were not measured.
+# ```

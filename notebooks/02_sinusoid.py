@@ -1,0 +1,251 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# (sinusoid)=
+# # Sinusoidal position embeddings: where are they monotone?
+#
+# The fixed sinusoidal position embedding of {cite:t}`vaswani2017attention` maps position $x$ to
+#
+# $$
+# p_x = \bigl[\sin(w_1 x), \dots, \sin(w_{D/2} x),\ \cos(w_1 x), \dots, \cos(w_{D/2} x)\bigr]
+# $$
+#
+# with frequencies $w_i = \mathrm{base}^{-2i/D}$ and $\mathrm{base} = 10000$. Since
+# $\sin a \sin b + \cos a \cos b = \cos(a - b)$, the dot product of two position vectors depends
+# on the offset $m = x - y$ only {cite}`wang2021position`:
+#
+# $$
+# \langle p_x, p_y \rangle = \psi(x - y), \qquad \psi(m) = \sum_{i=1}^{D/2} \cos(w_i m),
+# $$
+#
+# $$
+# \psi'(m) = -\sum_{i=1}^{D/2} w_i \sin(w_i m).
+# $$
+#
+# So the sinusoidal embedding is translation invariant and, $\psi$ being even, symmetric. It is
+# monotone (the farther apart, the less similar) exactly where $\psi$ decreases, i.e. where
+# $\psi'(m) < 0$. The same holds for the sinusoidal *relative* embedding of NEZHA
+# {cite}`wei2019nezha`, whose vectors have the size of one attention head ($D = 64$ in BERT-base)
+# rather than the hidden size ($D = 768$). This chapter computes where $\psi$ is monotone, with
+# `pe_lib.sinusoid`, and how that range depends on the frequencies, which the paper's *learnable*
+# sinusoidal embeddings train.
+#
+# The code cells below are short: the formulas live in `pe_lib.sinusoid`, documented and tested
+# there. Every number in the text is computed by this notebook.
+
+# %% tags=["hide-cell"]
+import sys
+
+if "google.colab" in sys.modules:  # on Colab: install pe_lib from the repository first
+    import subprocess
+
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "pe-lib @ git+https://github.com/pe-book/pe-lib"],
+        check=True,
+    )
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from pe_lib import book
+from pe_lib.sinusoid import frequencies, integer_monotonic_range, monotonic_range, psi, psi_prime
+
+book.record_names(globals())
+
+# %% [markdown]
+# ## Parameters
+#
+# The next cell holds the chapter's parameters; `papermill` can change them
+# (`papermill book/02_sinusoid.ipynb out.ipynb -p base 500.0`), and the cell after it rejects an
+# unknown name or a value of the wrong type.
+
+# %% tags=["parameters"]
+profile: str = "smoke"  # results profile; used once pretrained models exist
+ape_dim: int = 768  # size of an absolute position vector (BERT-base hidden size)
+head_dim: int = 64  # size of a relative position vector (one BERT-base attention head)
+base: float = 10000.0  # base of the frequencies, w_i is base^(-2i/D)
+max_offset: int = 128  # largest offset m in the plots
+n_bases: int = 41  # number of bases in the sweep, log-spaced from 10 to 10^6
+
+# %%
+params = book.check_notebook_parameters(globals())
+dims = {"APE": ape_dim, "RPE (one head)": head_dim}
+book.glue("ape_dim", ape_dim)
+book.glue("head_dim", head_dim)
+book.glue("base", base)
+book.glue("max_offset", max_offset)
+book.glue("profile_name", profile)
+pd.DataFrame({"value": params})
+
+# %% [markdown]
+# ## $\psi$ and $\psi'$
+#
+# {numref}`fig-psi` plots $\psi(m)$, divided by its maximum $\psi(0) = D/2$, and $\psi'(m)$ for
+# $D$ = {glue:text}`ape_dim` and $D$ = {glue:text}`head_dim`, base {glue:text}`base:g`. The dots
+# mark integer offsets, the only ones positions can have.
+
+# %%
+m = np.linspace(0, max_offset, 40 * max_offset + 1)
+ints = np.arange(max_offset + 1)
+sns.set_theme(style="whitegrid", context="notebook")
+fig, (ax_psi, ax_der) = plt.subplots(1, 2, figsize=(11, 3.8), constrained_layout=True)
+for (label, dim), color in zip(dims.items(), sns.color_palette("deep")):
+    name = f"{label}, D = {dim}"
+    ax_psi.plot(m, psi(m, dim, base) / (dim / 2), color=color, lw=1, label=name)
+    ax_psi.plot(ints, psi(ints, dim, base) / (dim / 2), "o", color=color, ms=2)
+    ax_der.plot(m, psi_prime(m, dim, base) / (dim / 2), color=color, lw=1, label=name)
+ax_der.axhline(0, color="black", lw=0.8)
+ax_psi.set(xlabel="offset m", ylabel=r"$\psi(m) / (D/2)$", title=r"$\psi$: dot product at offset m")
+ax_der.set(xlabel="offset m", ylabel=r"$\psi'(m) / (D/2)$", title=r"$\psi'$: its slope")
+ax_psi.legend()
+book.glue("fig_psi", fig)
+plt.close(fig)
+
+# %% [markdown]
+# ```{glue:figure} fig_psi
+# :alt: Plots of psi(m) and its derivative for two embedding sizes
+# :name: fig-psi
+#
+# $\psi(m)/(D/2)$ (left) and $\psi'(m)/(D/2)$ (right) of the sinusoidal embedding for
+# $D$ = {glue:text}`ape_dim` (absolute) and $D$ = {glue:text}`head_dim` (relative, one head),
+# base {glue:text}`base:g`. Dots: integer offsets.
+# ```
+#
+# ## The monotonic range
+#
+# Two readings of "$\psi$ is monotone on $[0, M]$" give very different $M$:
+#
+# * **real offsets**: the first zero of $\psi'$ after 0 (`monotonic_range`). The fastest
+#   frequency is $w_0 = 1$, and its term $\cos(m)$ gives $\psi$ a small bump just before
+#   $m = 2\pi$, whatever $D$ is;
+# * **integer offsets**: the largest $M$ with $\psi(0) > \psi(1) > \dots > \psi(M)$
+#   (`integer_monotonic_range`). Positions are integers, so this is the paper's property 1
+#   taken literally; sampling at integers steps over the bumps between them.
+#
+# The paper writes the sum from $i = 1$ to $D/2$ with $w_i = \mathrm{base}^{-2i/D}$, which
+# shifts every exponent by one step compared with the code of {cite:t}`vaswani2017attention`
+# ($i = 0, \dots, D/2 - 1$, so $w_0 = 1$); the table gives both.
+
+# %%
+rows = []
+for label, dim in dims.items():
+    for first, indexing in [(0, "i = 0..D/2-1 (Vaswani et al.)"), (1, "i = 1..D/2 (the paper)")]:
+        rows.append({
+            "embedding": label,
+            "D": dim,
+            "indexing": indexing,
+            "real offsets: M": monotonic_range(dim, base, first_index=first),
+            "integer offsets: M": integer_monotonic_range(dim, base, first_index=first),
+        })
+ranges = pd.DataFrame(rows)
+for key, dim in [("ape", ape_dim), ("head", head_dim)]:
+    book.glue(f"{key}_range_real", monotonic_range(dim, base))
+    book.glue(f"{key}_range_int", integer_monotonic_range(dim, base))
+    book.glue(f"{key}_range_int_paper", integer_monotonic_range(dim, base, first_index=1))
+ranges.style.format({"real offsets: M": "{:.3f}"}).hide(axis="index").set_table_attributes('class="dataframe"')
+
+# %% [markdown]
+# For $D$ = {glue:text}`ape_dim`, $\psi'$ first changes sign at $m$ =
+# {glue:text}`ape_range_real:.2f`, but at integer offsets $\psi$ keeps decreasing up to
+# $M$ = {glue:text}`ape_range_int` ({glue:text}`ape_range_int_paper` with the paper's indexing).
+# The summary of the paper we work from says the sinusoidal APE is monotone "for $m$ between 0
+# and about 50": that matches the integer reading, not the real one
+# ({glue:text}`ape_range_real:.1f`). For one
+# head, $D$ = {glue:text}`head_dim`, the integer range is only {glue:text}`head_range_int`
+# ({glue:text}`head_range_int_paper` with the paper's indexing): the sinusoidal RPE of
+# {cite:t}`wei2019nezha` tells apart only the first few offsets by monotone similarity.
+#
+# ## How the range depends on the frequencies
+#
+# The learnable sinusoidal embeddings of {cite:t}`wang2021position` keep the form of $p_x$ and
+# train the $w_i$, so they can move this range. {numref}`fig-range` shows two simple families of
+# frequencies: (a) a different base, and (b) every $w_i$ multiplied by the same factor $c$. In
+# (b), $\psi_c(m) = \psi(c m)$, so the real-offset range is exactly $M/c$; the integer range
+# follows only roughly.
+
+# %%
+bases = np.geomspace(10.0, 1e6, n_bases)
+scales = np.geomspace(0.05, 2.0, n_bases)
+
+
+def ranges_for(freq_sets):
+    """Real and integer monotonic ranges for each array of frequencies (NaN where psi never turns)."""
+    out = []
+    for w in freq_sets:
+        try:
+            out.append((monotonic_range(freqs=w), integer_monotonic_range(freqs=w)))
+        except ValueError:
+            out.append((np.nan, np.nan))
+    return np.array(out)  # (n, 2)
+
+
+sweep = {}
+for label, dim in dims.items():
+    sweep[label, "base"] = ranges_for([frequencies(dim, b) for b in bases])
+    sweep[label, "scale"] = ranges_for([c * frequencies(dim, base) for c in scales])
+
+fig, (ax_base, ax_scale) = plt.subplots(
+    1, 2, figsize=(11, 3.8), constrained_layout=True, sharey=True
+)
+for (label, dim), color in zip(dims.items(), sns.color_palette("deep")):
+    for ax, x, key in [(ax_base, bases, "base"), (ax_scale, scales, "scale")]:
+        real, integer = sweep[label, key].T
+        ax.plot(x, integer, "o-", color=color, ms=3, lw=1, label=f"D = {dim}, integers")
+        ax.plot(x, real, "--", color=color, lw=1, label=f"D = {dim}, reals")
+ax_base.axvline(base, color="grey", lw=0.8)
+ax_scale.axvline(1.0, color="grey", lw=0.8)
+ax_base.set(xscale="log", yscale="log", xlabel="base", ylabel="monotonic range M",
+            title="(a) frequencies base$^{-2i/D}$")
+ax_scale.set(xscale="log", xlabel="factor c", title=r"(b) frequencies $c \cdot w_i$")
+ax_base.legend(fontsize="small")
+book.glue("fig_range", fig)
+plt.close(fig)
+
+half = 0.5 * frequencies(ape_dim, base)
+book.glue("half_ratio", monotonic_range(freqs=half) / monotonic_range(ape_dim, base))
+book.glue("half_range_int", integer_monotonic_range(freqs=half))
+best = int(np.nanargmax(sweep["APE", "base"][:, 1]))
+book.glue("best_base", bases[best])
+book.glue("best_base_range", int(sweep["APE", "base"][best, 1]))
+
+# %% [markdown]
+# ```{glue:figure} fig_range
+# :alt: Monotonic range of psi against the base and against a frequency scale
+# :name: fig-range
+#
+# Monotonic range of $\psi$ (log scale) for $D$ = {glue:text}`ape_dim` and
+# $D$ = {glue:text}`head_dim`: solid, integer offsets; dashed, real offsets. (a) as a function of
+# the base; (b) with all frequencies multiplied by $c$. Grey: base {glue:text}`base:g`, $c = 1$.
+# ```
+#
+# Halving every frequency of the $D$ = {glue:text}`ape_dim` embedding multiplies the real-offset
+# range by {glue:text}`half_ratio:.3f` and gives an integer range of
+# {glue:text}`half_range_int`. Over the bases of (a), the integer range of the absolute embedding
+# is largest, {glue:text}`best_base_range`, at base {glue:text}`best_base:,.0f`: it is not a
+# monotone function of the base, because what matters is how the frequencies fall between
+# integers, not only how slow the slowest one is.
+#
+# ## After pretraining: what did the learnable frequencies become?
+#
+# ```{admonition} Not computed yet
+# :class: note
+# This section will compare the frequencies $w_i$ learned by the `ape-sin-learned` and
+# `rpe-sin-learned` models of profile {glue:text}`profile_name` with their initial values,
+# and give the monotonic ranges of the learned $\psi$ (`monotonic_range(freqs=...)`). It needs
+# the pretrained models, which a later part of this project provides; until then nothing is
+# shown here, rather than numbers that were not measured.
+# ```
