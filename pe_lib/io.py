@@ -80,3 +80,74 @@ def atomic_dir(final: str | os.PathLike[str]) -> Iterator[Path]:
     finally:
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)
+
+
+class LockedError(RuntimeError):
+    """Another process holds the lock."""
+
+
+_held: dict[str, tuple[int, object]] = {}  # lock path -> (depth, open file) in this process
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: str | os.PathLike[str], what: str) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` (re-entrant within a process). A second process gets
+    one clear :class:`LockedError` at once, naming ``what`` and the holder's pid."""
+    import fcntl
+
+    key = str(Path(path).resolve())
+    if key in _held:
+        depth, handle = _held[key]
+        _held[key] = (depth + 1, handle)
+        try:
+            yield
+        finally:
+            _held[key] = (depth, handle)
+        return
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    handle = open(path, "a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "unknown pid"
+        handle.close()
+        raise LockedError(f"{what} is in use by another run ({holder}); wait for it to finish or use another folder") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"pid {os.getpid()}")
+    handle.flush()
+    _held[key] = (1, handle)
+    try:
+        yield
+    finally:
+        depth, _ = _held.pop(key)
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()
+
+
+@contextlib.contextmanager
+def explain_disk_full(what: str) -> Iterator[None]:
+    """Turn 'no space left on device' while writing ``what`` into one clear error."""
+    import errno
+
+    try:
+        yield
+    except OSError as error:
+        if error.errno != errno.ENOSPC:
+            raise
+        raise OSError(errno.ENOSPC, f"disk full while writing {what}; nothing half-written was kept and "
+                                    "earlier files are intact: free space and rerun") from error
+
+
+def remove_stale_parts(folder: str | os.PathLike[str]) -> list[str]:
+    """Delete the temporary ``.*.part`` files and folders that a killed writer left under ``folder``
+    (call it only while holding the folder's lock); return their names."""
+    removed = []
+    for path in sorted(Path(folder).rglob(".*.part"), reverse=True):
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        removed.append(path.name)
+    return removed

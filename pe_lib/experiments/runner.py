@@ -8,6 +8,7 @@ and gets plain data back.
 """
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections import defaultdict
@@ -20,7 +21,7 @@ from tqdm.auto import tqdm
 
 from pe_lib.experiments.profiles import Profile
 from pe_lib.experiments.store import Artifact, Store
-from pe_lib.io import content_key
+from pe_lib.io import content_key, remove_stale_parts
 from pe_lib.model import PEBertConfig, PEBertForMaskedLM, quiet_transformers
 from pe_lib.positions import OffsetTableRPE, parse_variant
 from pe_lib.probing import identical_word_attention
@@ -29,6 +30,17 @@ from pe_lib.training.finetune import finetune
 from pe_lib.training.pretrain import MLMData, make_blocks, pretrain
 
 ANALYSIS_VERSION = 1
+
+
+def locked(method):
+    """Run a Runner method while holding its store's lock (re-entrant)."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with self.store.lock():
+            return method(self, *args, **kwargs)
+
+    return wrapper
 
 
 class Runner:
@@ -127,6 +139,7 @@ class Runner:
 
     # ------------------------------------------------------------------ stages
 
+    @locked
     def ensure_pretrained(self, variant: str) -> Artifact:
         config = self.pretrain_config(variant)
         found = self.store.load(variant, "pretrain", config)
@@ -149,6 +162,7 @@ class Runner:
         with quiet_transformers():
             return PEBertForMaskedLM.from_pretrained(model_dir).eval()
 
+    @locked
     def ensure_analysis(self, variant: str) -> Artifact:
         """PE proximity matrices, identical-word attention and indicators, at init and after pretraining."""
         config = {"stage": "analysis", "version": ANALYSIS_VERSION, "pretrain": Store.key(self.pretrain_config(variant)),
@@ -173,6 +187,7 @@ class Runner:
                 "finetune": asdict(replace(self.profile.finetune, seed=seed)), "data": content_key(self.task(task).card),
                 "max_eval": self.profile.task_max_eval}
 
+    @locked
     def ensure_finetuned(self, variant: str, task_name: str, seed: int) -> Artifact:
         config = self.finetune_config(variant, task_name, seed)
         found = self.store.load(variant, f"finetune-{task_name}-seed{seed}", config)
@@ -188,10 +203,12 @@ class Runner:
         self.timings["finetune"] += wall
         return self.store.save(variant, f"finetune-{task_name}-seed{seed}", config, result, wall)
 
+    @locked
     def run(self, variants: list[str] | None = None, tasks: list[str] | None = None) -> dict[str, float]:
         """Ensure every artifact of the profile (or of the given variants/tasks); returns stage wall times."""
         variants = [parse_variant(v).name for v in (variants or self.profile.variants)]
         tasks = list(tasks or self.profile.tasks)
+        remove_stale_parts(self.store.root)  # what a killed run left half-written
         t0 = time.perf_counter()
         for variant in tqdm(variants, desc=f"profile {self.profile.name}", unit="variant", disable=not self.progress):
             self.ensure_pretrained(variant)

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from pe_lib.io import atomic_dir, content_key, read_json, sha256_file, write_json
+from pe_lib.io import atomic_dir, content_key, exclusive_lock, explain_disk_full, read_json, sha256_file, write_json
 
 PACKAGES = ("pe-lib", "torch", "transformers", "tokenizers", "datasets", "accelerate", "numpy")
 
@@ -80,6 +80,10 @@ class Store:
     def __init__(self, root: str | os.PathLike, profile: str):
         self.root = Path(root) / profile
 
+    def lock(self):
+        """Exclusive use of this profile's store by one process (re-entrant); a second run gets a clear error."""
+        return exclusive_lock(self.root / ".lock", f"the artifact store {self.root}")
+
     @staticmethod
     def key(config: dict) -> str:
         return content_key(config)
@@ -111,7 +115,7 @@ class Store:
         """Write an artifact atomically (arrays stored as fp16 when floating) and return it."""
         folder = self.folder(variant, stage, config)
         document = {"payload": payload, "provenance": provenance(config, wall_s)}
-        with atomic_dir(folder) as work:
+        with explain_disk_full(f"artifact {folder}"), atomic_dir(folder) as work:
             write_json(work / "artifact.json", document)
             files = ["artifact.json"]
             if arrays:

@@ -26,6 +26,7 @@ import math
 import os
 import shutil
 import time
+import warnings
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
@@ -37,7 +38,7 @@ from safetensors.torch import load_model, save_model
 from tqdm.auto import tqdm
 from transformers import get_linear_schedule_with_warmup
 
-from pe_lib.io import atomic_dir, atomic_write_text, read_json, sha256_file, write_json
+from pe_lib.io import atomic_dir, atomic_write_text, exclusive_lock, explain_disk_full, read_json, remove_stale_parts, sha256_file, write_json
 from pe_lib.model import PEBertConfig, PEBertForMaskedLM, quiet_transformers
 
 PRECISIONS = ("auto", "bf16", "fp32")
@@ -189,7 +190,7 @@ def save_checkpoint(out_dir: Path, model, optimizer, scheduler, state: dict) -> 
     """Write ``checkpoints/step-N`` atomically, point ``latest`` at it, drop older checkpoints."""
     name = f"step-{state['step']:08d}"
     root = out_dir / "checkpoints"
-    with atomic_dir(root / name) as work:
+    with explain_disk_full(f"checkpoint {root / name}"), atomic_dir(root / name) as work:
         save_model(model, str(work / "model.safetensors"))
         torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}, work / "trainer_state.pt")
         write_json(work / "state.json", state)
@@ -201,7 +202,7 @@ def save_checkpoint(out_dir: Path, model, optimizer, scheduler, state: dict) -> 
 
 
 def load_checkpoint(folder: Path, model, optimizer, scheduler) -> dict:
-    verify_manifest(folder)
+    """Restore a verified checkpoint (weights with safetensors, states with ``weights_only=True``)."""
     load_model(model, str(folder / "model.safetensors"))
     trainer = torch.load(folder / "trainer_state.pt", weights_only=True)
     optimizer.load_state_dict(trainer["optimizer"])
@@ -261,6 +262,13 @@ def pretrain(
     if (out_dir / "result.json").exists():
         return read_json(out_dir / "result.json")
     accelerator = Accelerator(cpu=not torch.cuda.is_available())  # cpu=True: DDP over gloo on CPUs
+    if accelerator.is_main_process:
+        with exclusive_lock(out_dir.parent / f".{out_dir.name}.lock", f"the run folder {out_dir}"):
+            return _pretrain(accelerator, model_config, data, cfg, out_dir, progress, on_step)
+    return _pretrain(accelerator, model_config, data, cfg, out_dir, progress, on_step)
+
+
+def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_step) -> dict:
     rank, world = accelerator.process_index, accelerator.num_processes
     if cfg.batch_size % world:
         raise ValueError(f"batch_size {cfg.batch_size} is not divisible by the {world} processes")
@@ -276,10 +284,17 @@ def pretrain(
     start, elapsed_before = 0, 0.0
     checkpoint = latest_checkpoint(out_dir)
     if checkpoint is not None:
+        try:
+            verify_manifest(checkpoint)
+        except ValueError as error:  # a corrupt checkpoint is reported, never used: start again
+            warnings.warn(f"{error}; discarding {checkpoint} and training from step 0", stacklevel=2)
+            checkpoint = None
+    if checkpoint is not None:
         state = load_checkpoint(checkpoint, model, optimizer, scheduler)
         start, elapsed_before = state["step"], state["elapsed_s"]
     if accelerator.is_main_process:
         out_dir.mkdir(parents=True, exist_ok=True)
+        remove_stale_parts(out_dir)  # left by a killed run; never trusted, now removed
         truncate_curve(out_dir / "curve.jsonl", start)
     ddp_model = accelerator.prepare_model(model)
 
@@ -339,7 +354,7 @@ def pretrain(
     }
     if accelerator.is_main_process:
         curve.close()
-        with atomic_dir(out_dir / "model") as work, quiet_transformers():
+        with explain_disk_full(f"model {out_dir / 'model'}"), atomic_dir(out_dir / "model") as work, quiet_transformers():
             model.save_pretrained(work)
         write_json(out_dir / "result.json", result)
     accelerator.wait_for_everyone()

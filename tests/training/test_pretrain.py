@@ -108,21 +108,27 @@ def test_training_lowers_the_loss(make_config, tmp_path):
     assert result["validation_loss"] < 0.6 * first
 
 
-def test_corrupt_checkpoint_is_reported_by_name(make_config, tmp_path):
+@pytest.mark.parametrize("damage", ["bit-flip", "truncate"])
+def test_corrupt_checkpoint_is_reported_by_name_and_never_used(damage, make_config, tmp_path):
     config, data = make_config("alibi"), synthetic_data()
+    pretrain(config, data, run_cfg(), tmp_path / "straight", progress=False)
 
     def stop(step):
-        if step == 2:
+        if step == 3:
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        pretrain(config, data, run_cfg(), tmp_path, progress=False, on_step=stop)
-    weights_file = tmp_path / "checkpoints" / "step-00000002" / "model.safetensors"
+        pretrain(config, data, run_cfg(), tmp_path / "run", progress=False, on_step=stop)
+    weights_file = tmp_path / "run" / "checkpoints" / "step-00000002" / "model.safetensors"
     raw = bytearray(weights_file.read_bytes())
-    raw[-1] ^= 0xFF
+    if damage == "bit-flip":
+        raw[len(raw) // 2] ^= 0x01
+    else:
+        del raw[len(raw) // 2 :]
     weights_file.write_bytes(bytes(raw))
-    with pytest.raises(ValueError, match=r"corrupt checkpoint file .*model\.safetensors"):
-        pretrain(config, data, run_cfg(), tmp_path, progress=False)
+    with pytest.warns(UserWarning, match=r"corrupt checkpoint file .*model\.safetensors.*training from step 0"):
+        pretrain(config, data, run_cfg(), tmp_path / "run", progress=False)
+    assert_same_weights(tmp_path / "straight", tmp_path / "run")
 
 
 def test_vocab_mismatch_is_refused(make_config, tmp_path):
