@@ -33,7 +33,7 @@ chromium:
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver)
 
 bench: $(STAMP)
-	$(PY) -m pe_lib.bench
+	$(OFFLINE) $(PY) -m pe_lib.bench --json results/bench.json
 
 clean:
 	rm -rf book/_build .pytest_cache

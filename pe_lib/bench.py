@@ -1,30 +1,40 @@
-"""Side-by-side training-step benchmarks (``python -m pe_lib.bench`` or ``make bench``).
+"""Side-by-side benchmarks (``python -m pe_lib.bench`` or ``make bench``).
 
-Every figure is a ratio of timings taken in the same run, interleaved round by round so that
-machine noise hits all contenders alike:
+Every figure is a ratio of measurements taken in the same run, interleaved step by step so that
+machine noise hits all contenders alike, and printed with a description of the machine:
 
-1. throughput (tokens/s) of ``PEBertForMaskedLM`` (ape-learned) vs HF ``BertForMaskedLM`` with the
-   same configuration, fp32 and bf16 autocast;
-2. every variant's step time relative to ``ape-learned``.
+1. ``hf``: training throughput (tokens/s) of ``PEBertForMaskedLM`` (ape-learned) vs HF
+   ``BertForMaskedLM`` with the same configuration, fp32 and bf16 autocast, at each ``--seqs``;
+2. ``variants``: every variant's step time relative to ``ape-learned`` (bf16), at each ``--seqs``;
+3. ``relative``: the relative-attention term alone, pe_lib's gather vs HF v4's naive
+   (n, n, head_dim) einsum: forward+backward time and peak memory, at 128..2048 tokens;
+4. ``mfu``: model FLOPs utilisation: the model FLOPs of a training step of the cpu profile's model
+   per second, divided by the matmul peak of this machine in the same dtype, measured here;
+5. ``smoke``: wall time of ``pe-lib run --profile smoke`` end to end and per stage (fresh results
+   and work folders, the data cache reused).
 
 A training step is forward + backward + AdamW update on an MLM batch with 15% of tokens masked.
 """
 from __future__ import annotations
 
 import argparse
-import json
-import platform
+import math
+import multiprocessing
+import resource
 import statistics
 import sys
+import tempfile
 import time
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 from transformers import BertConfig, BertForMaskedLM
 
 from pe_lib.model import PEBertConfig, PEBertForMaskedLM
 from pe_lib.positions import PE_VARIANTS
+
+SECTIONS = ("hf", "variants", "relative", "mfu", "smoke")
 
 
 @dataclass
@@ -36,8 +46,7 @@ class BenchConfig:
     batch: int = 32
     seq: int = 128
     threads: int = 2
-    rounds: int = 5  # timed rounds per contender (after one warm-up step)
-    steps_per_round: int = 2
+    rounds: int = 5  # timed steps per contender (after one warm-up step)
 
 
 def mlm_batch(cfg: BenchConfig, seed: int = 0) -> dict[str, torch.Tensor]:
@@ -83,22 +92,21 @@ class Stepper:
         return time.perf_counter() - start
 
 
-def race(steppers: dict[str, Stepper], cfg: BenchConfig) -> dict[str, float]:
-    """Median seconds per step of each contender, timed in interleaved rounds."""
-    for _ in range(cfg.rounds):
+def race(steppers: dict[str, Stepper], rounds: int) -> dict[str, float]:
+    """Median seconds per step of each contender, one step each in turn, ``rounds`` times."""
+    for _ in range(rounds):
         for stepper in steppers.values():
-            stepper.times.append(sum(stepper.step() for _ in range(cfg.steps_per_round)) / cfg.steps_per_round)
+            stepper.times.append(stepper.step())
     return {name: statistics.median(s.times) for name, s in steppers.items()}
 
 
-def machine() -> dict[str, str | int]:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return {"cpu": cpu, "threads": torch.get_num_threads(), "torch": torch.__version__, "python": sys.version.split()[0]}
+def machine() -> dict:
+    from pe_lib.experiments.store import hardware, versions
+
+    return {**hardware(), "torch_threads": torch.get_num_threads(), "versions": versions()}
+
+
+# ----------------------------------------------------------------------------- 1 and 2
 
 
 def bench_vs_hf(cfg: BenchConfig) -> list[dict]:
@@ -106,11 +114,10 @@ def bench_vs_hf(cfg: BenchConfig) -> list[dict]:
     for bf16 in (False, True):
         batch = mlm_batch(cfg)
         torch.manual_seed(0)
-        steppers = {"pe_lib": Stepper(pe_model(cfg, "ape-learned"), batch, bf16),
-                    "hf": Stepper(hf_model(cfg), batch, bf16)}
-        med = race(steppers, cfg)
+        steppers = {"pe_lib": Stepper(pe_model(cfg, "ape-learned"), batch, bf16), "hf": Stepper(hf_model(cfg), batch, bf16)}
+        med = race(steppers, cfg.rounds)
         tokens = cfg.batch * cfg.seq
-        rows.append({"dtype": "bf16" if bf16 else "fp32", "pe_lib_tok_s": tokens / med["pe_lib"],
+        rows.append({"seq": cfg.seq, "dtype": "bf16" if bf16 else "fp32", "pe_lib_tok_s": tokens / med["pe_lib"],
                      "hf_tok_s": tokens / med["hf"], "speedup": med["hf"] / med["pe_lib"]})
     return rows
 
@@ -119,36 +126,172 @@ def bench_variants(cfg: BenchConfig, bf16: bool = True) -> list[dict]:
     batch = mlm_batch(cfg)
     torch.manual_seed(0)
     steppers = {v: Stepper(pe_model(cfg, v), batch, bf16) for v in PE_VARIANTS}
-    med = race(steppers, cfg)
-    return [{"variant": v, "ms_per_step": 1000 * t, "relative_to_ape_learned": t / med["ape-learned"]}
+    med = race(steppers, cfg.rounds)
+    return [{"seq": cfg.seq, "variant": v, "ms_per_step": 1000 * t, "relative_to_ape_learned": t / med["ape-learned"]}
             for v, t in med.items()]
+
+
+# ----------------------------------------------------------------------------- 3: relative attention
+
+
+def naive_relative(q: torch.Tensor, k: torch.Tensor, table: torch.Tensor, clip: int) -> torch.Tensor:
+    """HF v4 ``relative_key_query``: materialise E[i, j] = r_{clip(i - j)}, shape (n, n, d)."""
+    n = q.shape[-2]
+    distance = torch.arange(n)[:, None] - torch.arange(n)[None, :]  # (n, n)
+    embedding = table[distance.clamp(-clip, clip) + clip]  # (n, n, d)
+    return (torch.einsum("bhld,lrd->bhlr", q, embedding) + torch.einsum("bhrd,lrd->bhlr", k, embedding)) / math.sqrt(q.shape[-1])
+
+
+def _relative_worker(kind: str, n: int, batch: int, heads: int, head_dim: int, clip: int, queue) -> None:
+    """Run in a fresh process: time forward+backward of one implementation, report peak RSS growth."""
+    torch.set_num_threads(2)
+    from pe_lib.positions import LearnedRPE
+
+    config = PEBertConfig(hidden_size=heads * head_dim, num_attention_heads=heads, rpe_max_distance=clip, rpe_key_query=True)
+    module = LearnedRPE(config)
+    q = torch.randn(batch, heads, n, head_dim, requires_grad=True)
+    k = torch.randn(batch, heads, n, head_dim, requires_grad=True)
+    run = (lambda: module.bias(q, k)) if kind == "pe_lib" else (lambda: naive_relative(q, k, module.weight, clip))
+    before = rss_kib()
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        run().sum().backward()
+        times.append(time.perf_counter() - start)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    queue.put({"seconds": statistics.median(times), "peak_mib": (peak - before) / 1024})
+
+
+def rss_kib() -> int:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS"))
+
+
+def bench_relative(seqs=(128, 512, 1024, 2048), batch: int = 1, heads: int = 4, head_dim: int = 64, clip: int = 128) -> list[dict]:
+    """Each measurement in its own process, so that peak memory is that computation's alone."""
+    context = multiprocessing.get_context("spawn")
+    rows = []
+    for n in seqs:
+        row = {"seq": n}
+        for kind in ("pe_lib", "naive"):
+            queue = context.Queue()
+            process = context.Process(target=_relative_worker, args=(kind, n, batch, heads, head_dim, clip, queue))
+            process.start()
+            result = queue.get()
+            process.join()
+            row[f"{kind}_s"], row[f"{kind}_peak_mib"] = result["seconds"], result["peak_mib"]
+        row["time_ratio"] = row["pe_lib_s"] / row["naive_s"]
+        row["memory_ratio"] = row["pe_lib_peak_mib"] / row["naive_peak_mib"]
+        rows.append(row)
+    return rows
+
+
+# ----------------------------------------------------------------------------- 4: MFU
+
+
+def model_flops_per_step(config: PEBertConfig, batch: int, seq: int, mask_fraction: float = 0.15) -> float:
+    """Model FLOPs of one training step (forward + backward = 3x forward matmul FLOPs):
+    per token and layer 2(4H^2 + 2HI) for the projections and 4nH for q.k and attention.v; the MLM
+    head 2(H^2 + HV) on the masked fraction only. Embedding look-ups, norms and softmax are not counted."""
+    H, I, L, V = config.hidden_size, config.intermediate_size, config.num_hidden_layers, config.vocab_size
+    per_token = L * (2 * (4 * H * H + 2 * H * I) + 4 * seq * H) + mask_fraction * 2 * (H * H + H * V)
+    return 3 * per_token * batch * seq
+
+
+def matmul_peak(dtype: torch.dtype, size: int = 2048, repeats: int = 10) -> float:
+    """FLOP/s of a square matmul in ``dtype`` on this machine (the best of ``repeats``)."""
+    a, b = torch.randn(size, size, dtype=dtype), torch.randn(size, size, dtype=dtype)
+    a @ b
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - start)
+    return 2 * size**3 / best
+
+
+def bench_mfu(profile_name: str = "cpu", batch: int = 32, rounds: int = 5) -> list[dict]:
+    from pe_lib.experiments.profiles import get_profile
+
+    profile = get_profile(profile_name)
+    cfg = BenchConfig(layers=profile.model["num_hidden_layers"], hidden=profile.model["hidden_size"],
+                      heads=profile.model["num_attention_heads"], vocab=8192, batch=batch, seq=profile.seq_len, rounds=rounds)
+    rows = []
+    for bf16 in (True, False):
+        torch.manual_seed(0)
+        model = pe_model(cfg, "ape-learned")
+        seconds = race({"model": Stepper(model, mlm_batch(cfg), bf16)}, rounds)["model"]
+        flops = model_flops_per_step(model.config, cfg.batch, cfg.seq)
+        peak = matmul_peak(torch.bfloat16 if bf16 else torch.float32)
+        rows.append({"profile": profile_name, "dtype": "bf16" if bf16 else "fp32", "tokens_per_s": cfg.batch * cfg.seq / seconds,
+                     "achieved_tflops": flops / seconds / 1e12, "peak_tflops": peak / 1e12, "mfu": flops / seconds / peak})
+    return rows
+
+
+# ----------------------------------------------------------------------------- 5: smoke pipeline
+
+
+def bench_smoke() -> dict:
+    """``pe-lib run --profile smoke`` into fresh results/work folders (the data cache is reused)."""
+    from pe_lib.experiments.profiles import get_profile
+    from pe_lib.experiments.runner import Runner
+
+    with tempfile.TemporaryDirectory(prefix="pe-bench-smoke-") as tmp:
+        start = time.perf_counter()
+        timings = Runner(get_profile("smoke"), f"{tmp}/results", f"{tmp}/work", progress=False).run()
+        return {"end_to_end_s": time.perf_counter() - start, **{f"{k}_s": v for k, v in timings.items()}}
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def report(result: dict) -> None:
+    m = result["machine"]
+    print(f"machine: {m['cpu']}, {m['cores']} cores, torch {m['versions']['torch']}, {m['torch_threads']} threads")
+    for r in result.get("hf", []):
+        print(f"[hf]       seq {r['seq']:4d} {r['dtype']}: pe_lib {r['pe_lib_tok_s']:7.0f} tok/s, hf {r['hf_tok_s']:7.0f} tok/s,"
+              f" speedup {r['speedup']:.2f}x")
+    for r in result.get("variants", []):
+        print(f"[variants] seq {r['seq']:4d} {r['variant']:16s} {r['ms_per_step']:8.1f} ms  {r['relative_to_ape_learned']:.2f}x")
+    for r in result.get("relative", []):
+        print(f"[relative] seq {r['seq']:4d}: time {r['pe_lib_s'] * 1e3:8.1f} vs {r['naive_s'] * 1e3:8.1f} ms ({r['time_ratio']:.2f}x),"
+              f" peak {r['pe_lib_peak_mib']:7.1f} vs {r['naive_peak_mib']:7.1f} MiB ({r['memory_ratio']:.2f}x)")
+    for r in result.get("mfu", []):
+        print(f"[mfu]      {r['profile']} model {r['dtype']}: {r['tokens_per_s']:.0f} tok/s, {r['achieved_tflops']:.3f} of"
+              f" {r['peak_tflops']:.3f} TFLOP/s peak = MFU {100 * r['mfu']:.1f}%")
+    if "smoke" in result:
+        print("[smoke]    " + ", ".join(f"{k} {v:.1f}" for k, v in result["smoke"].items()))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pe_lib.bench", description=__doc__.splitlines()[0])
-    for field, value in asdict(BenchConfig()).items():
-        parser.add_argument(f"--{field}", type=int, default=value)
-    parser.add_argument("--json", help="also write the results to this JSON file")
+    parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
+    parser.add_argument("--seqs", nargs="+", type=int, default=[128, 512], help="sequence lengths for hf/variants")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--json", help="also write the results to this JSON file (atomically)")
     args = parser.parse_args(argv)
-    cfg = BenchConfig(**{k: getattr(args, k) for k in asdict(BenchConfig())})
-    torch.set_num_threads(cfg.threads)
-    result = {"machine": machine(), "config": asdict(cfg)}
-    print(f"machine: {result['machine']}\nconfig:  {result['config']}\n")
+    torch.set_num_threads(2)
+    result: dict = {"machine": machine(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    from pe_lib.experiments.store import git_commit
 
-    result["vs_hf"] = bench_vs_hf(cfg)
-    print("1. training throughput, PEBertForMaskedLM (ape-learned) vs HF BertForMaskedLM")
-    for r in result["vs_hf"]:
-        print(f"   {r['dtype']}: pe_lib {r['pe_lib_tok_s']:8.0f} tok/s   hf {r['hf_tok_s']:8.0f} tok/s   "
-              f"speedup {r['speedup']:.2f}x  (target >= 1.5x)")
-
-    result["variants"] = bench_variants(cfg)
-    print("\n2. step time relative to ape-learned (bf16 autocast; target <= 1.3x)")
-    for r in result["variants"]:
-        flag = "" if r["relative_to_ape_learned"] <= 1.3 else "  <-- above target"
-        print(f"   {r['variant']:18s} {r['ms_per_step']:8.1f} ms  {r['relative_to_ape_learned']:.2f}x{flag}")
+    result["git_commit"] = git_commit()
+    for seq in args.seqs:
+        cfg = BenchConfig(seq=seq, rounds=args.rounds, batch=32 if seq <= 128 else 8)
+        if "hf" in args.sections:
+            result.setdefault("hf", []).extend(bench_vs_hf(cfg))
+        if "variants" in args.sections:
+            result.setdefault("variants", []).extend(bench_variants(cfg))
+    if "relative" in args.sections:
+        result["relative"] = bench_relative()
+    if "mfu" in args.sections:
+        result["mfu"] = bench_mfu(rounds=args.rounds)
+    if "smoke" in args.sections:
+        result["smoke"] = bench_smoke()
+    report(result)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
+        from pe_lib.io import write_json
+
+        write_json(args.json, result)
     return 0
 
 
