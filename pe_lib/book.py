@@ -62,6 +62,12 @@ BOOK_PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     "smoke": {
         "01_properties": {"profile": "smoke"},
         "02_sinusoid": {"profile": "smoke"},
+        "03_pretraining": {"profile": "smoke"},
+        "04_dot_products": {"profile": "smoke"},
+        "05_probing": {"profile": "smoke"},
+        "06_classification": {"profile": "smoke"},
+        "07_span_prediction": {"profile": "smoke"},
+        "08_findings": {"profile": "smoke"},
     },
     "cpu": {
         "01_properties": {
@@ -73,6 +79,12 @@ BOOK_PROFILES: dict[str, dict[str, dict[str, Any]]] = {
             "n_words": 50,
         },
         "02_sinusoid": {"profile": "cpu", "max_offset": 256, "n_bases": 61},
+        "03_pretraining": {"profile": "cpu"},
+        "04_dot_products": {"profile": "cpu"},
+        "05_probing": {"profile": "cpu"},
+        "06_classification": {"profile": "cpu"},
+        "07_span_prediction": {"profile": "cpu"},
+        "08_findings": {"profile": "cpu"},
     },
 }
 

@@ -9,6 +9,7 @@ and gets plain data back.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import time
 from collections import defaultdict
@@ -59,6 +60,7 @@ class Runner:
         self.timings: dict[str, float] = defaultdict(float)
         self._tokenizer = tokenizer
         self._data = data
+        self._given_data = data is not None
         self._corpus = None
         self._tasks: dict = {}
 
@@ -85,7 +87,7 @@ class Runner:
     def data_fingerprint(self) -> dict:
         """What identifies the pretraining data: the prepared corpus (origin + key) or, for data
         given directly, its content; the tokenizer's vocabulary; the caps."""
-        text = self.corpus.folder.name if self._data is None else content_key(self._data.train.tolist())
+        text = hashlib.sha256(self._data.train.tobytes()).hexdigest()[:12] if self._given_data else self.corpus.folder.name
         return {"corpus": text, "tokenizer": content_key(self.tokenizer.get_vocab()),
                 "corpus_tokens": self.profile.corpus_tokens, "seq_len": self.profile.seq_len}
 

@@ -60,7 +60,7 @@ def count_calls(monkeypatch, name):
 def test_run_computes_everything_once(runner, monkeypatch):
     runner.run()
     store = runner.store.root
-    assert sorted(p.name for p in store.iterdir()) == ["ape-learned", "rpe-sin-learned"]
+    assert sorted(p.name for p in store.iterdir() if not p.name.startswith(".")) == ["ape-learned", "rpe-sin-learned"]
     stages = sorted(p.name.rsplit("-", 1)[0] for p in (store / "ape-learned").iterdir())
     assert stages == ["analysis", "finetune-sst2-seed0", "finetune-sst2-seed1", "pretrain"]
     pretrains, finetunes = count_calls(monkeypatch, "pretrain"), count_calls(monkeypatch, "finetune")
@@ -102,3 +102,21 @@ def test_corrupt_artifact_is_reported_and_recomputed(runner):
 def test_unknown_profile_names_the_valid_ones():
     with pytest.raises(ValueError, match="valid profiles: smoke, cpu, gpu"):
         get_profile("laptop")
+
+
+def test_keys_do_not_depend_on_whether_the_data_was_loaded(profile, tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    fresh = Runner(profile, tmp_path / "results", tmp_path / "work", progress=False, tokenizer=None)
+    monkeypatch.setattr(Runner, "corpus", SimpleNamespace(folder=tmp_path / "corpus-packaged-abc"))
+    monkeypatch.setattr(Runner, "tokenizer", property(lambda self: BertTokenizer(vocab=str(_vocab(tmp_path)))))
+    before = fresh.data_fingerprint()
+    rng = np.random.default_rng(0)
+    fresh._data = MLMData(rng.integers(5, 10, size=(8, 16)), rng.integers(5, 10, size=(2, 16)), 15, 4, (0, 1, 2, 3, 4))
+    assert fresh.data_fingerprint() == before
+
+
+def _vocab(folder):
+    path = folder / "vocab.txt"
+    path.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
+    return path

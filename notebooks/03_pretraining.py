@@ -1,0 +1,188 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# (pretraining)=
+# # Pretraining one model per position embedding
+#
+# {cite:t}`wang2021position` pretrain one BERT-base-sized encoder {cite}`devlin2019bert` per
+# position embedding with the masked-language-model objective, then fine-tune each on GLUE and
+# SQuAD. Their corpus, number of steps, batch size and learning rates are not known. This project
+# defines its own *profiles* (`pe_lib.experiments.profiles`): every model of a profile has the
+# same size, data, optimiser and number of steps, and differs from the others only in its position
+# embedding, so that differences between them can be put on the position embedding.
+#
+# This chapter reads the pretraining artifacts of one profile (`pe-lib run` computes them, the
+# chapter computes what is missing) and shows the training and validation loss of every variant,
+# the final validation loss, and what the run cost.
+
+# %% tags=["hide-cell"]
+import sys
+
+if "google.colab" in sys.modules:  # on Colab: install pe_lib from the repository first
+    import subprocess
+
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "pe-lib @ git+https://github.com/pe-book/pe-lib"],
+        check=True,
+    )
+
+import math
+import warnings
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
+
+from pe_lib import book, report
+
+book.record_names(globals())
+
+# %% [markdown]
+# ## Parameters
+#
+# `profile` chooses the artifacts (`results/<profile>/`); `variants` restricts the chapter to some
+# position embeddings (empty: all of the profile's). Rerun with, e.g.,
+# `papermill book/03_pretraining.ipynb out.ipynb -p profile cpu`.
+
+# %% tags=["parameters"]
+profile: str = "smoke"  # results profile (smoke, cpu or gpu)
+variants: list[str] = []  # position embeddings to show; empty: the profile's (see `pe-lib variants --all`)
+results: str = "results"  # folder of the artifact store
+
+# %%
+params = book.check_notebook_parameters(globals())
+runner = report.open_runner(profile, results)
+names = report.resolve_variants(variants, runner.profile.variants)  # raises on an unknown variant
+book.glue("profile_name", profile)
+book.glue("profile_description", runner.profile.description)
+book.glue("n_variants", len(names))
+pd.DataFrame({"value": params})
+
+# %%
+artifacts = {name: runner.ensure_pretrained(name) for name in names}
+outcomes = {name: a.payload["result"] for name, a in artifacts.items()}
+first = artifacts[names[0]].provenance
+setup = report.pretraining_setup(first["config"], outcomes)
+parameters = {name: report.count_parameters(a.provenance["config"]["model"]) for name, a in artifacts.items()}
+for key, value in setup.items():
+    book.glue(f"setup_{key}", value)
+book.glue("setup_tokens_m", setup["tokens"] / 1e6)
+book.glue("setup_wall_min", setup["wall_s"] / 60)
+book.glue("params_min", min(parameters.values()) / 1e6)
+book.glue("params_max", max(parameters.values()) / 1e6)
+book.glue("precision", ", ".join(sorted({str(r.get("precision")) for r in outcomes.values()})))
+hardware = first["hardware"]
+book.glue("hardware_cpu", hardware["cpu"])
+book.glue("hardware_cores", hardware["cores"])
+book.glue("hardware_gpu", hardware["gpu"] or "none")
+book.glue("torch_version", first["versions"]["torch"])
+book.glue("git_commit", ", ".join(sorted({a.provenance["git_commit"][:12] for a in artifacts.values()})))
+
+# %% [markdown]
+# ## The setup
+#
+# Profile **{glue:text}`profile_name`**: {glue:text}`profile_description`. Every one of its
+# {glue:text}`n_variants` models has hidden size {glue:text}`setup_hidden_size`,
+# {glue:text}`setup_layers` layers of {glue:text}`setup_heads` attention heads and feed-forward
+# size {glue:text}`setup_intermediate_size`, over a vocabulary of {glue:text}`setup_vocab_size`
+# word pieces: {glue:text}`params_min:.2f` to {glue:text}`params_max:.2f` million parameters
+# depending on the position embedding (BERT-base has about 110 million). Each is trained for
+# {glue:text}`setup_steps` steps of {glue:text}`setup_batch_size` sequences of
+# {glue:text}`setup_seq_len` tokens, i.e. {glue:text}`setup_tokens_m:.2f` million tokens, with
+# peak learning rate {glue:text}`setup_lr:g` after {glue:text}`setup_warmup_steps` warm-up steps
+# (precision: {glue:text}`precision`). On this machine ({glue:text}`hardware_cpu`,
+# {glue:text}`hardware_cores` cores, GPU: {glue:text}`hardware_gpu`, torch
+# {glue:text}`torch_version`, code at commit {glue:text}`git_commit`) the models processed
+# {glue:text}`setup_tokens_per_s:,.0f` tokens per second on average, and pretraining took
+# {glue:text}`setup_wall_min:.1f` minutes in all. The table lists these values; the full
+# configuration and provenance of each number are in its artifact (`results/<profile>/`).
+
+# %%
+LABELS = {"hidden_size": "hidden size", "layers": "layers", "heads": "attention heads",
+          "intermediate_size": "feed-forward size", "vocab_size": "vocabulary", "seq_len": "sequence length",
+          "steps": "steps", "batch_size": "batch (sequences)", "lr": "peak learning rate",
+          "warmup_steps": "warm-up steps", "tokens": "tokens seen per model",
+          "tokens_per_s": "tokens per second (mean)", "wall_s": "pretraining wall time, all models (s)",
+          "variants": "models"}
+pd.DataFrame({"value": [f"{setup[k]:,.4g}" if isinstance(setup[k], float) else f"{setup[k]:,}" for k in LABELS]},
+             index=list(LABELS.values()))
+
+# %% [markdown]
+# ## Loss curves
+#
+# {numref}`fig-curves` shows the masked-language-model loss during training (the mean over the
+# last logging interval) and on held-out validation blocks, for every variant.
+
+# %%
+curves = report.curve_frame({name: a.payload["curve"] for name, a in artifacts.items()})
+sns.set_theme(style="whitegrid", context="notebook")
+palette = dict(zip(names, sns.color_palette("tab20", len(names))))
+fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True, sharey=True)
+for ax, split in zip(axes, ("train", "validation")):
+    part = curves[curves["split"] == split]
+    sns.lineplot(part, x="step", y="loss", hue="variant", palette=palette, ax=ax, marker="o",
+                 markersize=4, legend=split == "validation")
+    ax.set(title=f"{split} loss", xlabel="step", ylabel="MLM loss (nats)")
+axes[0].axhline(math.log(setup["vocab_size"]), color="grey", lw=0.8, ls="--")
+axes[1].axhline(math.log(setup["vocab_size"]), color="grey", lw=0.8, ls="--")
+axes[1].legend(fontsize="x-small", ncol=1, loc="center left", bbox_to_anchor=(1.01, 0.5))
+book.glue("fig_curves", fig)
+plt.close(fig)
+book.glue("log_vocab", math.log(setup["vocab_size"]))
+
+# %% [markdown]
+# ```{glue:figure} fig_curves
+# :alt: Training and validation MLM loss against step, one line per position embedding
+# :name: fig-curves
+#
+# Masked-language-model loss of every variant of profile {glue:text}`profile_name`: training
+# (left, mean over each logging interval) and validation (right). Dashed: $\ln V$ =
+# {glue:text}`log_vocab:.2f`, the loss of a uniform guess over the vocabulary.
+# ```
+#
+# ## Final validation loss
+
+# %%
+final = report.final_losses(outcomes, parameters)
+ranked = list(final.index)
+book.glue("best_variant", ranked[0])
+book.glue("best_loss", final["validation loss"].iloc[0])
+book.glue("worst_variant", ranked[-1])
+book.glue("worst_loss", final["validation loss"].iloc[-1])
+book.glue("loss_range", final["validation loss"].iloc[-1] - final["validation loss"].iloc[0])
+book.glue("none_rank", f"{ranked.index('none') + 1} of {len(ranked)}" if "none" in ranked else "not run")
+book.glue("none_loss", final.loc["none", "validation loss"] if "none" in final.index else math.nan)
+final.style.format({"validation loss": "{:.3f}", "perplexity": "{:,.0f}", "tokens/s": "{:,.0f}",
+                    "wall (s)": "{:.1f}", "parameters": "{:,}"}).set_table_attributes('class="dataframe"')
+
+# %% [markdown]
+# The table lists the variants from the lowest final validation loss to the highest. The lowest is
+# {glue:text}`best_variant`'s ({glue:text}`best_loss:.3f`), the highest
+# {glue:text}`worst_variant`'s ({glue:text}`worst_loss:.3f`), a range of
+# {glue:text}`loss_range:.3f` nats. BERT without any position embedding ranks
+# {glue:text}`none_rank` (loss {glue:text}`none_loss:.3f`): a masked word can often be guessed
+# from the bag of the other words, so the language-model loss alone says little about how well a
+# position embedding serves the tasks of the next chapters.
+#
+# ```{admonition} How far these models are from the paper's
+# :class: warning
+# The paper's models are BERT-base-sized and pretrained for far longer; here each model of profile
+# {glue:text}`profile_name` sees {glue:text}`setup_tokens_m:.2f` million tokens. Under the smoke
+# profile the models stay close to the uniform guess ({glue:text}`log_vocab:.2f` nats): they only
+# show that the pipeline runs end to end. The cpu profile (`pe-lib book --profile cpu`) is this
+# project's reproduction.
+# ```

@@ -1,0 +1,209 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# (probing)=
+# # Identical-word probing after pretraining
+#
+# Dot products of position vectors ({ref}`dot-products`) exist only for embeddings that have
+# vectors; RoPE, ALiBi and the T5 bias have none, and even for an APE what reaches attention has
+# passed through LayerNorm together with the word embedding. {cite:t}`wang2021position` therefore
+# also probe attention directly, with **identical-word probing**: every token of the input is the
+# same word, so whatever varies in the first layer's attention map can only come from positions.
+# The map is averaged over many random words and over the heads. This chapter shows the maps of
+# every pretrained model and scores them with the property indicators of `pe_lib.properties`
+# (chapter {ref}`properties`) and with the locality and symmetry indicators of
+# {cite:t}`chen2023locality`, at initialisation and after pretraining. Other probes of what
+# position embeddings learn are discussed by {cite:t}`wang2020position`.
+
+# %% tags=["hide-cell"]
+import sys
+
+if "google.colab" in sys.modules:  # on Colab: install pe_lib from the repository first
+    import subprocess
+
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "pe-lib @ git+https://github.com/pe-book/pe-lib"],
+        check=True,
+    )
+
+import math
+import warnings
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
+
+from pe_lib import book, parse_variant, report
+
+book.record_names(globals())
+
+# %% [markdown]
+# ## Parameters
+#
+# `layer` is the probed layer (0: the first, as in the paper); the probe itself (length, number of
+# words) is fixed by the profile, since it is part of the artifacts.
+
+# %% tags=["parameters"]
+profile: str = "smoke"  # results profile (smoke, cpu or gpu)
+variants: list[str] = []  # position embeddings to show; empty: the profile's
+results: str = "results"  # folder of the artifact store
+layer: int = 0  # layer whose attention is shown (0: the first)
+
+# %%
+params = book.check_notebook_parameters(globals())
+runner = report.open_runner(profile, results)
+names = report.resolve_variants(variants, runner.profile.variants)
+layers = runner.profile.model["num_hidden_layers"]
+if not 0 <= layer < layers:
+    raise ValueError(f"layer must be in 0..{layers - 1} for profile {profile!r}, got {layer}")
+book.glue("profile_name", profile)
+book.glue("probe_length", runner.profile.probe["length"])
+book.glue("probe_words", runner.profile.probe["n_words"])
+book.glue("layer_number", layer + 1)
+pd.DataFrame({"value": params})
+
+# %%
+analyses = {name: runner.ensure_analysis(name) for name in names}
+payloads = {name: a.payload for name, a in analyses.items()}
+
+
+def grid(state):
+    ncols = 5
+    nrows = math.ceil(len(names) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(2.7 * ncols, 2.9 * nrows), constrained_layout=True,
+                             squeeze=False)
+    for ax, name in zip(axes.flat, names):
+        sns.heatmap(analyses[name].arrays[f"{state}.probe"][layer].astype(float), ax=ax, cmap="viridis",
+                    square=True, cbar=False, xticklabels=False, yticklabels=False)
+        ax.set_title(name, fontsize=8)
+    for ax in axes.flat[len(names):]:
+        ax.set_axis_off()
+    return fig
+
+
+for state in ("trained", "init"):
+    fig = grid(state)
+    book.glue(f"fig_probe_{state}", fig)
+    plt.close(fig)
+
+# %% [markdown]
+# ## The maps
+#
+# Every input is one word repeated {glue:text}`probe_length` times (no [CLS] or [SEP]); the maps
+# average the attention probabilities of layer {glue:text}`layer_number` over
+# {glue:text}`probe_words` random words and over the heads.
+#
+# ```{glue:figure} fig_probe_trained
+# :alt: Grid of heatmaps of first-layer attention under identical-word probing, one per variant
+# :name: fig-probe-trained
+#
+# Attention of layer {glue:text}`layer_number` under identical-word probing after pretraining,
+# profile {glue:text}`profile_name` (rows: query positions, columns: key positions; each panel has
+# its own colour scale, bright: more attention).
+# ```
+#
+# ```{glue:figure} fig_probe_init
+# :alt: The same grid of attention heatmaps at initialisation
+# :name: fig-probe-init
+#
+# The maps of {numref}`fig-probe-trained` at initialisation.
+# ```
+#
+# ## The indicators
+#
+# The first table gives the indicators of each map after pretraining: monotonicity over all
+# offsets and locally (offsets 1 to 8), translation invariance, symmetry (chapter
+# {ref}`properties` defines them), and the locality and symmetry of {cite:t}`chen2023locality`.
+# "n/a": undefined (a constant map has no monotone trend). The second gives the change from
+# initialisation: pretraining is what the paper's claims are about, and an indicator that does not
+# move was fixed by the embedding's construction.
+
+# %%
+trained = report.indicator_table(payloads, "trained", "probe", layer)
+change = report.indicator_change(payloads, "probe", layer)
+delta = change.xs("change", axis=1, level=1)
+SHORT = {k: v.replace("translation invariance", "translation inv.") for k, v in report.LABELS.items()}
+(trained.rename(columns=SHORT).style.format("{:.3f}", na_rep="n/a")
+ .set_caption("Indicators after pretraining").set_table_attributes('class="dataframe"'))
+
+# %%
+(delta.rename(columns=SHORT).style.format("{:+.3f}", na_rep="n/a")
+ .background_gradient(cmap="RdBu", vmin=-0.5, vmax=0.5)
+ .set_caption("Change from initialisation (after minus before)").set_table_attributes('class="dataframe"'))
+
+# %%
+def value(table, variant, column):
+    return float(table.loc[variant, column]) if variant in table.index else math.nan
+
+
+relative_only = [v for v in names if (p := parse_variant(v)).absolute is None and p.relative]
+absolute_only = [v for v in names if (p := parse_variant(v)).absolute and p.relative is None]
+ti = trained["translation_invariance"]
+rel_ti_min = ti[relative_only].min() if relative_only else math.nan
+abs_ti_max = ti[absolute_only].max() if absolute_only else math.nan
+book.glue("rel_ti_min", rel_ti_min)
+book.glue("abs_ti_max", abs_ti_max)
+book.glue("ti_separated", "the two kinds do not overlap, as" if rel_ti_min > abs_ti_max
+          else "the two kinds overlap, unlike what")
+local = trained["monotonicity_local"].dropna()
+book.glue("top_local", str(local.idxmax()) if len(local) else "none")
+book.glue("top_local_value", local.max() if len(local) else math.nan)
+moved = delta.abs().max(axis=1)
+book.glue("most_moved", str(moved.idxmax()) if moved.notna().any() else "none")
+book.glue("most_moved_value", moved.max() if moved.notna().any() else math.nan)
+rose = delta["monotonicity_local"].dropna()
+book.glue("local_rose", f"{int((rose > 0).sum())} of {len(rose)}")
+book.glue("mean_abs_change", float(delta.abs().stack().mean()) if delta.notna().any().any() else math.nan)
+book.glue("rpel_sym", value(trained, "rpe-learned", "symmetry"))
+book.glue("rpel_sym_init", value(change, "rpe-learned", ("symmetry", "init")))
+book.glue("t5_sym", value(trained, "t5-bias", "symmetry"))
+book.glue("rpes_sym", value(trained, "rpe-sin", "symmetry"))
+book.glue("alibi_mono", value(trained, "alibi", "monotonicity"))
+book.glue("none_ti", value(trained, "none", "translation_invariance"))
+
+# %% [markdown]
+# What the tables show for profile {glue:text}`profile_name`:
+#
+# * **Translation invariance** follows the kind of embedding: every purely relative variant scores
+#   at least {glue:text}`rel_ti_min:.2f`, every purely absolute one at most
+#   {glue:text}`abs_ti_max:.2f`: {glue:text}`ti_separated` the theory of chapter {ref}`properties`
+#   expects (a relative embedding depends on the offset by construction; an absolute one mixes
+#   with the word embedding before attention).
+# * **Monotonicity**: the highest local monotonicity after pretraining is
+#   {glue:text}`top_local`'s ({glue:text}`top_local_value:.2f`); local monotonicity rose during
+#   pretraining for {glue:text}`local_rose` variants. ALiBi's distance penalty makes it monotone by
+#   construction ({glue:text}`alibi_mono:.2f` over all offsets).
+# * **Symmetry**: the fully learnable RPE scores {glue:text}`rpel_sym:.2f`
+#   ({glue:text}`rpel_sym_init:.2f` at initialisation), the T5 bias {glue:text}`t5_sym:.2f`, the
+#   direction-blind sinusoidal RPE {glue:text}`rpes_sym:.2f` (not exactly 1: each row of
+#   attention is normalised on its own, and rows near the ends see fewer keys on one side). The
+#   paper argues that an RPE with separate vectors for $i - j$ and $j - i$ is asymmetric; the
+#   first two values against the third test that.
+# * Without position embedding, every token attends alike to identical words: the map is constant
+#   (translation invariance {glue:text}`none_ti:.2f`, monotonicity undefined).
+#
+# Across all indicators and variants the mean absolute change from initialisation is
+# {glue:text}`mean_abs_change:.3f`; the largest change is {glue:text}`most_moved`'s
+# ({glue:text}`most_moved_value:.3f`). How these indicators relate to the fine-tuning scores is
+# the subject of {ref}`findings`.
+#
+# ```{admonition} The smoke and cpu profiles
+# :class: note
+# Under the smoke profile the models are trained for a few dozen steps and probed with few words:
+# the maps after pretraining are close to those at initialisation and carry sampling noise. The
+# cpu profile is the reproduction.
+# ```

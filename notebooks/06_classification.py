@@ -1,0 +1,210 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# (classification)=
+# # Fine-tuning: sentence classification and regression
+#
+# {cite:t}`wang2021position` fine-tune every pretrained model on GLUE with the HuggingFace code
+# and report the mean of five runs. Among single position embeddings, the fully learnable APE of
+# BERT {cite}`devlin2019bert` is best overall; among the APE+RPE combinations, fully learnable APE
+# with learnable sinusoidal RPE does relatively well; combining an APE with an RPE does not always
+# help. Their explanation: an APE can give the [CLS] token, whose output classifies the sentence,
+# a position of its own, which a relative embedding cannot, an argument TUPE
+# {cite}`ke2021rethinking` builds on.
+#
+# This chapter reads this project's fine-tuning artifacts on the sentence-level tasks of the
+# profile, reports their scores per variant with their spread over seeds, and says where the data
+# came from: without internet access the tasks are packaged offline analogues of the GLUE tasks.
+
+# %% tags=["hide-cell"]
+import sys
+
+if "google.colab" in sys.modules:  # on Colab: install pe_lib from the repository first
+    import subprocess
+
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "pe-lib @ git+https://github.com/pe-book/pe-lib"],
+        check=True,
+    )
+
+import math
+import warnings
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
+
+from pe_lib import book, report
+from pe_lib.data.tasks import get_task
+
+book.record_names(globals())
+
+# %% [markdown]
+# ## Parameters
+#
+# `tasks` and `seeds` restrict the chapter (empty: the profile's sentence-level tasks and seeds);
+# `split` chooses the scored split (`test`; `validation` is the one a user would tune on).
+
+# %% tags=["parameters"]
+profile: str = "smoke"  # results profile (smoke, cpu or gpu)
+variants: list[str] = []  # position embeddings to show; empty: the profile's
+results: str = "results"  # folder of the artifact store
+tasks: list[str] = []  # classification / regression tasks; empty: the profile's
+seeds: list[int] = []  # fine-tuning seeds; empty: the profile's
+split: str = "test"  # split whose scores are shown: test or validation
+
+# %%
+params = book.check_notebook_parameters(globals())
+if split not in ("test", "validation"):
+    raise ValueError(f"split must be 'test' or 'validation', got {split!r}")
+runner = report.open_runner(profile, results)
+names = report.resolve_variants(variants, runner.profile.variants)
+specs = {t: get_task(t) for t in (tasks or runner.profile.tasks)}  # raises on an unknown task
+specs = {t: s for t, s in specs.items() if s.meta.kind != "span" or tasks}
+if any(s.meta.kind == "span" for s in specs.values()):
+    raise ValueError("span tasks (squad, squad_v2) are the subject of chapter 07_span_prediction")
+task_names = list(specs)
+seed_list = list(seeds or runner.profile.seeds)
+book.glue("profile_name", profile)
+book.glue("n_seeds", len(seed_list))
+book.glue("n_variants", len(names))
+book.glue("split", split)
+pd.DataFrame({"value": params})
+
+# %% [markdown]
+# ## The tasks
+#
+# The table says, for each task, what it is in the paper, where the data of this run came from
+# (recorded in each artifact: `hub:` the original data set from the HuggingFace hub,
+# `packaged:` an offline analogue built by `pe_lib.data` from public sources shipped with the
+# package), and how many examples were used. Offline analogues in this run:
+# {glue:text}`packaged_tasks`; original data sets: {glue:text}`hub_tasks`. An analogue keeps the
+# task's form (one sentence or a pair, the labels, the metric) but not its data: its scores are not
+# comparable with published GLUE numbers, only across the variants of this run. On the hub data,
+# the test split is GLUE's validation split (GLUE's test labels are hidden) and the validation
+# split is carved from the training data.
+
+# %%
+finetuned = {(v, t, s): runner.ensure_finetuned(v, t, s).payload for v in names for t in task_names for s in seed_list}
+loaded = {t: runner.task(t) for t in task_names}
+origin = report.origin_table(finetuned, {t: s.analogue for t, s in specs.items()},
+                             {t: s.meta.metrics for t, s in specs.items()},
+                             {t: len(loaded[t].splits[split]) for t in task_names})
+packaged = [t for t in task_names if origin.loc[t, "origin"].startswith("packaged")]
+book.glue("packaged_tasks", ", ".join(packaged) if packaged else "none")
+book.glue("hub_tasks", ", ".join(t for t in task_names if t not in packaged) or "none")
+origin.style.set_table_attributes('class="dataframe"')
+
+# %% [markdown]
+# ## Scores
+#
+# Each task's score is the mean of its metrics in percent (the GLUE convention for MRPC and STS-B;
+# an undefined correlation, from a constant prediction, counts as 0); "average" is the mean over
+# the tasks, computed per seed. Cells give the mean over seeds ± the standard deviation over
+# seeds; {glue:text}`spread_note`. The best mean of each column is in bold and marked ▲ (no mark
+# where every variant ties). The last
+# row is a model that ignores its input (it predicts the most frequent training label, or for
+# regression the mean training label), the floor every variant should clear.
+
+# %%
+kinds = {t: s.meta.kind for t, s in specs.items()}
+records = report.score_records(finetuned, kinds, split)
+per_seed = report.per_seed_scores(records, {"average": task_names})
+summary = report.summarise(per_seed)
+BASELINE = "baseline (constant)"
+baseline = {(BASELINE, t, 0): {split: report.constant_baseline(s.meta.metrics, s.meta.kind,
+                                                                loaded[t].splits["train"]["label"],
+                                                                loaded[t].splits[split]["label"])}
+            for t, s in specs.items()}
+baseline_summary = report.summarise(report.per_seed_scores(report.score_records(baseline, kinds, split),
+                                                           {"average": task_names}))
+table = pd.concat([summary, baseline_summary])
+book.glue("spread_note", f"each variant was fine-tuned with {len(seed_list)} seeds" if len(seed_list) > 1
+          else "with one seed per variant, as here, the spread is undefined and only the mean is shown")
+report.style_summary(table, exclude=[BASELINE])
+
+# %%
+best = report.best_per_column(summary)
+means = summary.xs("mean", axis=1, level=1)
+average = means["average"].dropna().sort_values(ascending=False)
+book.glue("best_average", report.best_text(best["average"], len(summary)))
+book.glue("best_average_value", average.iloc[0] if len(average) else math.nan)
+book.glue("worst_average", str(average.index[-1]) if len(average) else "none")
+book.glue("worst_average_value", average.iloc[-1] if len(average) else math.nan)
+book.glue("baseline_average", baseline_summary.loc[BASELINE, ("average", "mean")])
+book.glue("above_baseline", f"{int((average > baseline_summary.loc[BASELINE, ('average', 'mean')]).sum())} of {len(average)}")
+book.glue("ape_learned_rank", f"{list(average.index).index('ape-learned') + 1} of {len(average)}"
+          if "ape-learned" in average.index else "not run")
+singles = average.reindex([v for v in report.SINGLE_PES if v in average.index]).dropna()
+book.glue("best_single", str(singles.idxmax()) if len(singles) else "none")
+combos = average.reindex([v for v in report.COMBINATIONS if v in average.index]).dropna()
+book.glue("best_combination", str(combos.idxmax()) if len(combos) else "none")
+per_task_best = "; ".join(f"{t}: {report.best_text(best[t], len(summary))}" for t in task_names)
+book.glue("per_task_best", per_task_best)
+
+sns.set_theme(style="whitegrid", context="notebook")
+long = per_seed.reset_index().melt(id_vars=["variant", "seed"], var_name="column", value_name="score")
+order = list(average.index) + [v for v in names if v not in average.index]
+fig, axes = plt.subplots(1, len(task_names) + 1, figsize=(2.6 * (len(task_names) + 1) + 2, 0.32 * len(names) + 1.8),
+                         sharey=True, constrained_layout=True, squeeze=False)
+for ax, column in zip(axes.flat, task_names + ["average"]):
+    part = long[long["column"] == column]
+    sns.pointplot(part, x="score", y="variant", order=order, errorbar="sd", linestyle="none", ax=ax,
+                  color="C0", markersize=4)
+    ax.axvline(baseline_summary.loc[BASELINE, (column, "mean")], color="grey", ls="--", lw=0.8)
+    ax.set(title=column, xlabel="score (%)", ylabel="")
+book.glue("fig_scores", fig)
+plt.close(fig)
+
+# %% [markdown]
+# ```{glue:figure} fig_scores
+# :alt: Dot plots of the task scores of every variant, one panel per task and one for the average
+# :name: fig-cls-scores
+#
+# Task scores on the {glue:text}`split` split (percent; dots: mean over seeds, bars: ± one
+# standard deviation when there is more than one seed), variants sorted by their average. Dashed:
+# the constant baseline.
+# ```
+#
+# ## What this run shows
+#
+# On the {glue:text}`split` split, the best average is {glue:text}`best_average`
+# ({glue:text}`best_average_value:.1f`), the lowest {glue:text}`worst_average`
+# ({glue:text}`worst_average_value:.1f`); the constant baseline averages
+# {glue:text}`baseline_average:.1f`, and {glue:text}`above_baseline` variants beat it. Fully
+# learnable APE ranks {glue:text}`ape_learned_rank` on average; the best single position
+# embedding is {glue:text}`best_single`, the best combination {glue:text}`best_combination`
+# (the paper: fully learnable APE, and fully learnable APE + learnable sinusoidal RPE). Best per
+# task: {glue:text}`per_task_best`. Whether the differences exceed the spread over seeds, claim by
+# claim, is decided in {ref}`findings`.
+#
+# The per-metric means over seeds (before averaging a task's metrics; MCC: Matthews correlation)
+# are below.
+
+# %%
+METRICS = {"matthews_correlation": "MCC", "accuracy": "acc.", "f1": "F1", "pearson": "Pearson",
+           "spearmanr": "Spearman"}
+(report.metric_means(records).rename(columns=METRICS, level=1).style.format("{:.1f}", na_rep="—")
+ .set_table_attributes('class="dataframe"'))
+
+# %% [markdown]
+# ```{admonition} The smoke and cpu profiles
+# :class: warning
+# Under the smoke profile the models are pretrained for a few dozen steps and fine-tuned for one
+# epoch on a few hundred examples, with one seed: most scores sit near the constant baseline and
+# differences between variants are noise. The cpu profile (three seeds) is the reproduction.
+# ```

@@ -1,0 +1,635 @@
+r"""Tables, summaries and verdicts for the book's result chapters (03-08).
+
+The notebooks read artifacts with :class:`pe_lib.experiments.runner.Runner` and plot; everything
+in between that is more than a line lives here, on plain data (payload dicts, data frames), so
+that it is tested (``tests/test_report.py``) and the notebooks stay thin.
+
+Scores
+------
+Every fine-tuning metric is reported in percent: GLUE-style metrics (accuracy, F1, Matthews and
+Pearson/Spearman correlations, in ``[-1, 1]``) are multiplied by 100, SQuAD's exact match and F1
+are percentages already. The **score of a task** is the mean of its metrics (the GLUE benchmark's
+convention for MRPC and STS-B; for SQuAD the mean of EM and F1). The **average** of a group of
+tasks (classification, span prediction) is computed per seed, over the tasks of the group, then
+summarised over seeds like a task. The spread is the sample standard deviation over seeds
+(``ddof=1``); with one seed it is undefined (NaN).
+
+Verdicts
+--------
+A claim of the paper is reduced to pairwise comparisons "``better`` scores higher than ``worse``
+on ``column``" (a task or a group average) and a quantifier. Each comparison has
+
+* the difference ``d = mean(better) - mean(worse)`` over seeds, and
+* the spread ``s = max(sd(better), sd(worse))``, the larger of the two seed standard deviations;
+
+its outcome is ``+1`` (as claimed) when ``d > s``, ``-1`` (against the claim) when ``d < -s``,
+``0`` (within the spread) otherwise. With fewer than two seeds on either side ``s`` is undefined
+and the outcome is ``0``. The verdict of the claim, from its outcomes:
+
+* quantifier ``all`` ("X is best", "every Y beats X"): *supported* if every outcome is ``+1``,
+  *contradicted* if any is ``-1``;
+* ``most`` ("almost every", "relatively better"): *supported* if more than half are ``+1``,
+  *contradicted* if at least half are ``-1``;
+* ``any`` ("does not always help"): *supported* if at least one is ``+1``, *contradicted* if all
+  are ``-1``;
+* otherwise *inconclusive*: "inconclusive (one seed: no spread)" when the spread is undefined,
+  "inconclusive (differences within the spread)" else. A claim none of whose variants were run
+  is "not tested (variants absent)".
+
+A claim about how an indicator relates to scores is tested by Spearman's rank correlation across
+variants (seed means): *supported* when the correlation has the claimed sign and its two-sided
+p-value is below ``alpha`` (0.05), *contradicted* when it has the other sign with ``p < alpha``,
+else "inconclusive (correlation not significant)" (or "(too few variants)" below four).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from pe_lib.positions import parse_variant
+
+#: The paper's six basic position embeddings (no "none", no combination).
+SINGLE_PES = ("ape-learned", "ape-sin", "ape-sin-learned", "rpe-learned", "rpe-sin", "rpe-sin-learned")
+#: The paper's APE + RPE combinations.
+COMBINATIONS = ("ape-learned+rpe-learned", "ape-learned+rpe-sin-learned", "ape-sin-learned+rpe-learned",
+                "ape-sin-learned+rpe-sin-learned")
+#: The paper's variants: no PE, the six basic ones, the combinations.
+PAPER_VARIANTS = ("none",) + SINGLE_PES + COMBINATIONS
+SUPPORTED, CONTRADICTED = "supported", "contradicted"
+WITHIN_SPREAD = "inconclusive (differences within the spread)"
+NO_SPREAD = "inconclusive (one seed: no spread)"
+NOT_TESTED = "not tested (variants absent)"
+NOT_SIGNIFICANT = "inconclusive (correlation not significant)"
+TOO_FEW = "inconclusive (too few variants)"
+#: Indicator columns, in the order tables show them.
+INDICATORS = ("monotonicity", "monotonicity_local", "translation_invariance", "symmetry")
+PROBE_INDICATORS = INDICATORS + ("chen_locality", "chen_symmetry")
+LABELS = {"monotonicity": "monotonicity", "monotonicity_local": "local monotonicity",
+          "translation_invariance": "translation invariance", "symmetry": "symmetry",
+          "chen_locality": "Chen locality", "chen_symmetry": "Chen symmetry"}
+
+
+# ----------------------------------------------------------------------------- artifacts
+
+
+def open_runner(profile: str, results: str = "results"):
+    """A :class:`~pe_lib.experiments.runner.Runner` of the named profile on the artifact store
+    ``results``, without progress bars (notebooks read artifacts through it)."""
+    from pe_lib.experiments.profiles import get_profile
+    from pe_lib.experiments.runner import Runner
+
+    return Runner(get_profile(profile), results=results, progress=False)
+
+
+# ----------------------------------------------------------------------------- variants
+
+
+def resolve_variants(requested: Sequence[str], default: Sequence[str]) -> list[str]:
+    """Canonical variant names: ``requested`` (validated by :func:`pe_lib.parse_variant`, which
+    raises a ValueError naming the valid ones) or, when it is empty, ``default``. Duplicates are
+    dropped, the order kept."""
+    names = [parse_variant(v).name for v in (requested or default)]
+    return list(dict.fromkeys(names))
+
+
+def has_offset_table(variant: str) -> bool:
+    """Whether the variant has a learned or sinusoidal table of offset vectors (``rpe-*``)."""
+    relative = parse_variant(variant).relative
+    return bool(relative and relative.startswith("rpe-"))
+
+
+# ----------------------------------------------------------------------------- pretraining
+
+
+def curve_frame(curves: Mapping[str, Sequence[Mapping]]) -> pd.DataFrame:
+    """Long table ``variant, step, split, loss`` of the pretraining curves (``curve.jsonl`` records)."""
+    rows = [{"variant": v, "step": int(r["step"]), "split": r["split"], "loss": float(r["loss"])}
+            for v, records in curves.items() for r in records]
+    return pd.DataFrame(rows, columns=["variant", "step", "split", "loss"])
+
+
+def final_losses(results: Mapping[str, Mapping], parameters: Mapping[str, int] | None = None) -> pd.DataFrame:
+    """Final validation MLM loss per variant (lowest first), with its perplexity, throughput and
+    wall time; ``parameters`` (variant -> count) adds a column."""
+    rows = []
+    for variant, result in results.items():
+        loss = float(result["validation_loss"])
+        row = {"variant": variant, "validation loss": loss, "perplexity": math.exp(loss),
+               "tokens/s": result.get("tokens_per_s"), "wall (s)": result.get("wall_s")}
+        if parameters is not None:
+            row["parameters"] = parameters.get(variant)
+        rows.append(row)
+    table = pd.DataFrame(rows).set_index("variant")
+    return table.sort_values("validation loss", kind="stable")
+
+
+def count_parameters(model_config: Mapping) -> int:
+    """Parameters of a :class:`PEBertForMaskedLM` with this config (tied weights counted once),
+    built on the ``meta`` device (no memory, milliseconds)."""
+    import torch
+
+    from pe_lib.model import PEBertConfig, PEBertForMaskedLM
+
+    with torch.device("meta"):
+        model = PEBertForMaskedLM(PEBertConfig(**model_config))
+    return sum(p.numel() for p in model.parameters())
+
+
+def pretraining_setup(config: Mapping, results: Mapping[str, Mapping]) -> dict:
+    """The setup of a profile's pretraining from one artifact's provenance ``config`` (the
+    ``stage: pretrain`` config: ``model``, ``pretrain``, ``data``) and every variant's result:
+    model size, steps, batch, tokens seen, mean throughput, total wall time."""
+    model, train, data = config["model"], config["pretrain"], config["data"]
+    tokens = int(train["steps"]) * int(train["batch_size"]) * int(data["seq_len"])
+    rates = [r["tokens_per_s"] for r in results.values() if r.get("tokens_per_s")]
+    walls = [r["wall_s"] for r in results.values() if r.get("wall_s") is not None]
+    return {
+        "hidden_size": model["hidden_size"], "layers": model["num_hidden_layers"],
+        "heads": model["num_attention_heads"], "intermediate_size": model["intermediate_size"],
+        "vocab_size": model["vocab_size"], "seq_len": data["seq_len"], "steps": train["steps"],
+        "batch_size": train["batch_size"], "lr": train["lr"], "warmup_steps": train["warmup_steps"],
+        "tokens": tokens, "tokens_per_s": float(np.mean(rates)) if rates else math.nan,
+        "wall_s": float(np.sum(walls)) if walls else math.nan, "variants": len(results),
+    }
+
+
+# ----------------------------------------------------------------------------- indicators
+
+
+def indicator_table(analyses: Mapping[str, Mapping], state: str = "trained", kind: str = "probe",
+                    layer: int = 0) -> pd.DataFrame:
+    """Indicators per variant (rows) from analysis payloads: ``kind`` is ``"probe"`` (identical-
+    word attention of ``layer``), ``"ape"`` or ``"rpe"`` (dot products of position / offset
+    vectors; variants without them are left out). ``state``: ``"init"`` or ``"trained"``."""
+    columns = PROBE_INDICATORS if kind == "probe" else INDICATORS
+    rows = {}
+    for variant, payload in analyses.items():
+        found = payload[state].get(kind)
+        if found is None:
+            continue
+        values = found[layer] if kind == "probe" else found
+        rows[variant] = {c: _number(values.get(c)) for c in columns}
+    return pd.DataFrame.from_dict(rows, orient="index", columns=list(columns)).rename_axis("variant")
+
+
+def _number(value) -> float:
+    return math.nan if value is None else float(value)
+
+
+def indicator_change(analyses: Mapping[str, Mapping], kind: str = "probe", layer: int = 0) -> pd.DataFrame:
+    """Init, trained and trained - init of every indicator: columns ``(indicator, state)``."""
+    init = indicator_table(analyses, "init", kind, layer)
+    trained = indicator_table(analyses, "trained", kind, layer)
+    parts = {"init": init, "trained": trained, "change": trained - init}
+    table = pd.concat(parts, axis=1).swaplevel(0, 1, axis=1)
+    order = [(c, s) for c in init.columns for s in parts]
+    return table[order]
+
+
+def cosine(gram: np.ndarray) -> np.ndarray:
+    """Cosine similarities from a Gram matrix ``G = V V^T`` (zero-norm rows give 0)."""
+    gram = np.asarray(gram, dtype=np.float64)
+    norms = np.sqrt(np.clip(np.diag(gram), 0.0, None))
+    scale = np.outer(norms, norms)
+    return np.divide(gram, scale, out=np.zeros_like(gram), where=scale > 0)
+
+
+def ape_locality(gram: np.ndarray, window: int = 8) -> dict[str, float]:
+    """How much brighter the diagonal of ``P P^T`` is: mean cosine of position vectors at
+    distance ``1..window`` ("near"), at distance above ``n / 2`` ("far"), and their difference
+    ("contrast"; 0 when nearby positions are no more alike than distant ones)."""
+    c = cosine(gram)
+    n = c.shape[0]
+    distance = np.abs(np.subtract.outer(np.arange(n), np.arange(n)))
+    near = float(c[(distance >= 1) & (distance <= window)].mean())
+    far = float(c[distance > n / 2].mean())
+    return {"near": near, "far": far, "contrast": near - far}
+
+
+def map_similarity(a: np.ndarray, b: np.ndarray) -> float:
+    """Pearson correlation of the off-diagonal cosine similarities of two Gram matrices of the
+    same size: 1 when the two sets of vectors have the same pattern of similarities."""
+    ca, cb = cosine(a), cosine(b)
+    if ca.shape != cb.shape:
+        raise ValueError(f"maps of different sizes: {ca.shape} and {cb.shape}")
+    off = ~np.eye(ca.shape[0], dtype=bool)
+    x, y = ca[off], cb[off]
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return math.nan
+    return float(np.corrcoef(x, y)[0, 1])
+
+
+def rpe_bands(gram: np.ndarray, small: int = 2) -> dict[str, float]:
+    """The paper's reading of the offset-vector dot products ``R R^T`` (rows: offsets ``-k..k``).
+
+    * ``norm_ratio``: mean squared norm of the vectors with ``|a| <= small`` over that of the
+      vectors with ``|a| > k / 2`` (bright bands at small offsets: above 1);
+    * ``small_cosine``: mean cosine between distinct offsets with ``|a| <= small`` (low: small
+      offsets are told apart);
+    * ``large_cosine``: mean cosine between distinct offsets with ``|a| > k / 2`` (high: the
+      large offsets look alike).
+    """
+    gram = np.asarray(gram, dtype=np.float64)
+    k = (gram.shape[0] - 1) // 2
+    offsets = np.abs(np.arange(-k, k + 1))
+    c = cosine(gram)
+    sq = np.diag(gram)
+    small_set, large_set = offsets <= small, offsets > k / 2
+
+    def mean_off_diagonal(mask):
+        block = c[np.ix_(mask, mask)]
+        m = block.shape[0]
+        return float((block.sum() - np.trace(block)) / (m * m - m)) if m > 1 else math.nan
+
+    large_norm = sq[large_set].mean()
+    return {"norm_ratio": float(sq[small_set].mean() / large_norm) if large_norm > 0 else math.nan,
+            "small_cosine": mean_off_diagonal(small_set), "large_cosine": mean_off_diagonal(large_set)}
+
+
+# ----------------------------------------------------------------------------- scores
+
+
+#: What each task stands for in the paper (GLUE / SQuAD names).
+PAPER_TASKS = {"cola": "CoLA: grammatical acceptability", "sst2": "SST-2: sentiment",
+               "mrpc": "MRPC: paraphrase", "stsb": "STS-B: sentence similarity (regression)",
+               "qnli": "QNLI: question-answer entailment", "rte": "RTE: textual entailment",
+               "squad": "SQuAD v1.1: extractive question answering",
+               "squad_v2": "SQuAD v2.0: extractive QA with unanswerable questions"}
+#: Correlation metrics: undefined (NaN) for a constant prediction, which is counted as 0.
+CORRELATIONS = ("pearson", "spearmanr")
+
+
+def scale_metric(value: float, kind: str, metric: str = "") -> float:
+    """A metric in percent: span (SQuAD) metrics are already, the others are multiplied by 100.
+    An undefined correlation (NaN: the model predicted a constant) counts as 0, like the
+    Matthews correlation of a constant prediction."""
+    value = float(value) if value is not None else math.nan
+    if math.isnan(value) and metric in CORRELATIONS:
+        value = 0.0
+    return value if kind == "span" else 100.0 * value
+
+
+def score_records(finetuned: Mapping[tuple[str, str, int], Mapping], kinds: Mapping[str, str],
+                  split: str = "test") -> pd.DataFrame:
+    """Long table ``variant, task, seed, metric, value`` (percent) from fine-tuning payloads keyed
+    by ``(variant, task, seed)``; ``kinds`` maps each task to its kind (``TaskMeta.kind``)."""
+    rows = [{"variant": v, "task": t, "seed": s, "metric": metric, "value": scale_metric(value, kinds[t], metric)}
+            for (v, t, s), payload in finetuned.items() for metric, value in payload[split].items()]
+    return pd.DataFrame(rows, columns=["variant", "task", "seed", "metric", "value"])
+
+
+def metric_means(records: pd.DataFrame) -> pd.DataFrame:
+    """Mean over seeds of every metric: rows variants (in order of appearance), columns
+    ``(task, metric)``."""
+    table = records.pivot_table(index="variant", columns=["task", "metric"], values="value", aggfunc="mean",
+                                sort=False)
+    return table.reindex(list(dict.fromkeys(records["variant"])))
+
+
+def constant_baseline(metrics: Sequence[str], kind: str, train_labels: Sequence, test_labels: Sequence) -> dict[str, float]:
+    """The scores (as the fine-tuning payloads hold them) of a model that ignores its input:
+    the most frequent training label for classification, the mean training label for
+    regression (every correlation of a constant is undefined, counted 0 by :func:`scale_metric`)."""
+    from pe_lib.training import metrics as m
+
+    functions = {"accuracy": m.accuracy, "f1": m.binary_f1, "matthews_correlation": m.matthews,
+                 "pearson": m.pearson, "spearmanr": m.spearman}
+    test = np.asarray(list(test_labels))
+    if kind == "regression":
+        prediction = np.full(test.shape, float(np.mean(list(train_labels))))
+    else:
+        values, counts = np.unique(np.asarray(list(train_labels)), return_counts=True)
+        prediction = np.full(test.shape, values[np.argmax(counts)])
+    return {name: functions[name](test, prediction) for name in metrics}
+
+
+def no_answer_baseline(answers: Sequence[Mapping]) -> dict[str, float]:
+    """SQuAD EM and F1 (percent) of always answering "no answer": the share of unanswerable
+    questions (``answers["text"]`` empty)."""
+    share = 100.0 * float(np.mean([len(a["text"]) == 0 for a in answers])) if len(answers) else math.nan
+    return {"exact_match": share, "f1": share}
+
+
+def origin_table(finetuned: Mapping[tuple[str, str, int], Mapping], analogues: Mapping[str, str],
+                 metrics: Mapping[str, Sequence[str]], test_sizes: Mapping[str, int] | None = None) -> pd.DataFrame:
+    """One row per task: what it stands for in the paper, where this run's data came from
+    (``hub:...`` or ``packaged:...``, from the artifacts), the packaged analogue's description,
+    its metrics and sizes."""
+    found = origins(finetuned)
+    train = {}
+    for (_, task, _), payload in finetuned.items():
+        train.setdefault(task, payload.get("train_examples"))
+    rows = {}
+    for task, kinds in found.items():
+        packaged = any(o.startswith("packaged") for o in kinds)
+        rows[task] = {"in the paper": PAPER_TASKS.get(task, task), "origin": ", ".join(sorted(kinds)),
+                      "data in this run": analogues.get(task, "") if packaged else "the original data set",
+                      "metrics": ", ".join(metrics.get(task, ())),
+                      "examples (train / test)": f"{train.get(task)} / {(test_sizes or {}).get(task, '?')}"}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("task")
+
+
+def per_seed_scores(records: pd.DataFrame, groups: Mapping[str, Sequence[str]] | None = None,
+                    metrics: Mapping[str, Sequence[str]] | None = None) -> pd.DataFrame:
+    """Scores per ``(variant, seed)`` (rows) and column: each task's score (the mean of its metrics,
+    or of ``metrics[task]`` when given) and, for each ``groups`` entry (name -> tasks), the mean
+    of those task scores (NaN unless every task of the group has a score for that seed)."""
+    chosen = records
+    if metrics:
+        keep = [m in metrics.get(t, [m]) for t, m in zip(records["task"], records["metric"])]
+        chosen = records[keep]
+    table = chosen.pivot_table(index=["variant", "seed"], columns="task", values="value", aggfunc="mean")
+    table.columns.name = None
+    for name, tasks in (groups or {}).items():
+        present = [t for t in tasks if t in table.columns]
+        if len(present) == len(tasks) and present:
+            table[name] = table[present].mean(axis=1, skipna=False)
+        else:
+            table[name] = np.nan
+    return table
+
+
+def per_seed_by_metric(records: pd.DataFrame, short: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Every metric of every task as its own column ``"<task> <metric>"`` (metric names shortened
+    by ``short``), per ``(variant, seed)``, in the order of ``records``."""
+    short = short or {}
+    labelled = records.assign(column=[f"{t} {short.get(m, m)}" for t, m in zip(records["task"], records["metric"])])
+    table = labelled.pivot_table(index=["variant", "seed"], columns="column", values="value", aggfunc="mean")
+    table.columns.name = None
+    return table[list(dict.fromkeys(labelled["column"]))]
+
+
+def summarise(per_seed: pd.DataFrame) -> pd.DataFrame:
+    """Mean, standard deviation (``ddof=1``; NaN with one seed) and number of seeds per variant
+    and column: columns ``(column, "mean" | "std" | "n")``."""
+    grouped = per_seed.groupby(level="variant", sort=False)
+    parts = {"mean": grouped.mean(), "std": grouped.std(ddof=1), "n": grouped.count()}
+    table = pd.concat(parts, axis=1).swaplevel(0, 1, axis=1)
+    return table[[(c, s) for c in per_seed.columns for s in parts]]
+
+
+def best_per_column(summary: pd.DataFrame, exclude: Sequence[str] = ()) -> dict[str, list[str]]:
+    """The variant(s) with the highest mean in each column of a :func:`summarise` table (rows
+    in ``exclude``, e.g. a baseline, are not candidates). Ties are all listed."""
+    best = {}
+    for column in dict.fromkeys(c for c, _ in summary.columns):
+        means = summary[(column, "mean")].drop(index=list(exclude), errors="ignore").dropna()
+        best[column] = list(means.index[np.isclose(means, means.max())]) if len(means) else []
+    return best
+
+
+def best_text(best: Sequence[str], total: int, most: int = 3) -> str:
+    """The best variant(s) of a column in words: their names, or how many tie when more than
+    ``most`` do."""
+    if not best:
+        return "none"
+    if len(best) > most:
+        return f"all {total} variants tie" if len(best) == total else f"{len(best)} variants tie"
+    return ", ".join(best)
+
+
+def format_summary(summary: pd.DataFrame, digits: int = 1, mark: str = "▲",
+                   exclude: Sequence[str] = ()) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Strings ``"mean ± std"`` (``"mean"`` when the spread is undefined, ``"—"`` when missing) per
+    variant and column, the best mean of each column (rows in ``exclude`` aside) suffixed by
+    ``mark`` (nothing is marked in a column where every variant ties); and a boolean frame
+    marking those best cells."""
+    columns = list(dict.fromkeys(c for c, _ in summary.columns))
+    best = best_per_column(summary, exclude)
+    text = pd.DataFrame(index=summary.index, columns=columns, dtype=object)
+    flags = pd.DataFrame(False, index=summary.index, columns=columns)
+    for column in columns:
+        candidates = summary[(column, "mean")].drop(index=list(exclude), errors="ignore").notna().sum()
+        marked = best[column] if len(best[column]) < candidates else []  # all tie: no best
+        for variant in summary.index:
+            mean, std = summary.loc[variant, (column, "mean")], summary.loc[variant, (column, "std")]
+            if pd.isna(mean):
+                cell = "—"
+            elif pd.isna(std):
+                cell = f"{mean:.{digits}f}"
+            else:
+                cell = f"{mean:.{digits}f} ± {std:.{digits}f}"
+            if variant in marked:
+                cell += f" {mark}"
+                flags.loc[variant, column] = True
+            text.loc[variant, column] = cell
+    return text, flags
+
+
+def style_summary(summary: pd.DataFrame, digits: int = 1, exclude: Sequence[str] = ()):
+    """A pandas Styler of :func:`format_summary` with the best cell of each column in bold."""
+    text, flags = format_summary(summary, digits, exclude=exclude)
+    bold = flags.replace({True: "font-weight: bold", False: ""})
+    return text.style.apply(lambda _: bold, axis=None).set_table_attributes('class="dataframe"')
+
+
+def origins(finetuned: Mapping[tuple[str, str, int], Mapping]) -> dict[str, set[str]]:
+    """Task -> the set of origins (``hub:...`` / ``packaged:...``) found in fine-tuning payloads."""
+    found: dict[str, set[str]] = {}
+    for (_, task, _), payload in finetuned.items():
+        found.setdefault(task, set()).add(str(payload.get("origin", "unknown")))
+    return found
+
+
+# ----------------------------------------------------------------------------- verdicts
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One pairwise comparison: ``better`` is expected to score higher than ``worse`` on ``column``."""
+
+    better: str
+    worse: str
+    column: str
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A claim of the paper as comparisons and a quantifier (``all``, ``most`` or ``any``)."""
+
+    key: str
+    text: str
+    comparisons: tuple[Comparison, ...]
+    quantifier: str = "all"
+
+    def __post_init__(self):
+        if self.quantifier not in ("all", "most", "any"):
+            raise ValueError(f"quantifier must be all, most or any, got {self.quantifier!r}")
+
+
+def compare(better: Sequence[float], worse: Sequence[float]) -> dict[str, float]:
+    """Difference of means, spread (larger seed std, NaN below two seeds) and outcome (+1 as
+    expected beyond the spread, -1 opposite beyond the spread, 0 within it or no spread)."""
+    a = np.asarray([x for x in better if not pd.isna(x)], dtype=float)
+    b = np.asarray([x for x in worse if not pd.isna(x)], dtype=float)
+    if not len(a) or not len(b):
+        return {"difference": math.nan, "spread": math.nan, "outcome": math.nan}
+    difference = float(a.mean() - b.mean())
+    spread = float(max(a.std(ddof=1), b.std(ddof=1))) if len(a) > 1 and len(b) > 1 else math.nan
+    if math.isnan(spread):
+        outcome = 0
+    else:
+        outcome = 1 if difference > spread else -1 if difference < -spread else 0
+    return {"difference": difference, "spread": spread, "outcome": outcome}
+
+
+def verdict(outcomes: Sequence[float], quantifier: str, spread_known: bool = True) -> str:
+    """The verdict from comparison outcomes (+1, 0, -1; NaN ones are dropped) under the rule of
+    the module docstring."""
+    values = [int(o) for o in outcomes if not pd.isna(o)]
+    if not values:
+        return NOT_TESTED
+    n, plus, minus = len(values), values.count(1), values.count(-1)
+    if quantifier == "all":
+        result = SUPPORTED if plus == n else CONTRADICTED if minus else None
+    elif quantifier == "most":
+        result = SUPPORTED if plus > n / 2 else CONTRADICTED if minus >= n / 2 else None
+    elif quantifier == "any":
+        result = SUPPORTED if plus else CONTRADICTED if minus == n else None
+    else:
+        raise ValueError(f"quantifier must be all, most or any, got {quantifier!r}")
+    return result or (WITHIN_SPREAD if spread_known else NO_SPREAD)
+
+
+def assess(claim: Claim, per_seed: pd.DataFrame) -> dict:
+    """Test one claim on per-seed scores (:func:`per_seed_scores`). Comparisons whose variants or
+    column are absent are skipped. Returns the verdict and counts."""
+    variants = set(per_seed.index.get_level_values("variant"))
+    results = []
+    for c in claim.comparisons:
+        if c.better not in variants or c.worse not in variants or c.column not in per_seed.columns:
+            continue
+        result = compare(per_seed.loc[c.better, c.column].to_numpy(), per_seed.loc[c.worse, c.column].to_numpy())
+        results.append({**result, "comparison": c})
+    tested = [r for r in results if not pd.isna(r["outcome"])]
+    spread_known = bool(tested) and all(not math.isnan(r["spread"]) for r in tested)
+    outcomes = [r["outcome"] for r in tested]
+    return {
+        "claim": claim.text, "quantifier": claim.quantifier, "comparisons": len(tested),
+        "in claimed direction": sum(r["difference"] > 0 for r in tested),
+        "beyond spread, as claimed": outcomes.count(1), "beyond spread, against": outcomes.count(-1),
+        "mean difference": float(np.mean([r["difference"] for r in tested])) if tested else math.nan,
+        "verdict": verdict(outcomes, claim.quantifier, spread_known),
+        "details": results,
+    }
+
+
+def assess_claims(claims: Iterable[Claim], per_seed: pd.DataFrame) -> pd.DataFrame:
+    """:func:`assess` for each claim, one row per claim (index: the claim's key)."""
+    rows = {claim.key: assess(claim, per_seed) for claim in claims}
+    return pd.DataFrame.from_dict(rows, orient="index").drop(columns="details").rename_axis("claim id")
+
+
+def comparison_table(claims: Iterable[Claim], per_seed: pd.DataFrame) -> pd.DataFrame:
+    """Every comparison of every claim: better, worse, column, difference, spread, outcome."""
+    rows = []
+    for claim in claims:
+        for r in assess(claim, per_seed)["details"]:
+            c = r["comparison"]
+            rows.append({"claim id": claim.key, "expected higher": c.better, "expected lower": c.worse,
+                         "column": c.column, "difference": r["difference"], "spread": r["spread"],
+                         "outcome": "no spread (one seed)" if r["outcome"] == 0 and math.isnan(r["spread"])
+                         else {1: "as claimed", -1: "against", 0: "within spread"}.get(r["outcome"], "n/a")})
+    return pd.DataFrame(rows, columns=["claim id", "expected higher", "expected lower", "column", "difference",
+                                       "spread", "outcome"])
+
+
+def paper_claims(classification: str = "classification", span: str = "span",
+                 span_tasks: Sequence[str] = ("squad", "squad_v2"),
+                 per_seed: pd.DataFrame | None = None) -> list[Claim]:
+    """The paper's claims about task scores (PAPER.md), as :class:`Claim` objects on the columns
+    ``classification`` and ``span`` (group averages) and the ``span_tasks``.
+
+    The "best models on SQuAD use fully learnable RPE" claim needs to know which variant with
+    ``rpe-learned`` is best on each span task: pass ``per_seed`` for that (without it the
+    comparisons start from ``rpe-learned`` itself)."""
+    rpe_models = [v for v in SINGLE_PES + COMBINATIONS if has_offset_table(v)]
+    with_learned_rpe = [v for v in PAPER_VARIANTS if parse_variant(v).relative == "rpe-learned"]
+    best_rpe_learned = []
+    for task in span_tasks:
+        best = "rpe-learned"
+        if per_seed is not None and task in per_seed.columns:
+            means = per_seed[task].groupby(level="variant").mean().reindex(with_learned_rpe).dropna()
+            if len(means):
+                best = str(means.idxmax())
+        best_rpe_learned += [Comparison(best, v, task) for v in PAPER_VARIANTS if v not in with_learned_rpe]
+    return [
+        Claim("cls-ape-best", "Fully learnable APE is the best single PE on classification (GLUE average).",
+              tuple(Comparison("ape-learned", v, classification) for v in SINGLE_PES if v != "ape-learned"), "all"),
+        Claim("cls-combination", "Among APE+RPE combinations, fully learnable APE + learnable sinusoidal RPE is "
+              "relatively better on classification.",
+              tuple(Comparison("ape-learned+rpe-sin-learned", v, classification)
+                    for v in COMBINATIONS if v != "ape-learned+rpe-sin-learned"), "most"),
+        Claim("cls-combining-not-always", "Combining APE and RPE does not always help classification "
+              "(some combination scores below its APE alone).",
+              tuple(Comparison(parse_variant(v).absolute, v, classification) for v in COMBINATIONS), "any"),
+        Claim("span-rpe-beats-ape", "On span prediction (SQuAD average), almost every model with an RPE beats "
+              "fully learnable APE.",
+              tuple(Comparison(v, "ape-learned", span) for v in rpe_models), "most"),
+        Claim("span-best-learned-rpe", "The best models on each SQuAD version use fully learnable RPE.",
+              tuple(best_rpe_learned), "all"),
+        Claim("span-none-drops", "Span prediction drops sharply without any PE (every PE beats none).",
+              tuple(Comparison(v, "none", span) for v in SINGLE_PES + COMBINATIONS), "all"),
+        Claim("learnable-sin-beats-fixed", "Learnable sinusoidal PEs beat fixed ones (APE and RPE, "
+              "classification and span averages).",
+              tuple(Comparison(f"{kind}-sin-learned", f"{kind}-sin", column)
+                    for kind in ("ape", "rpe") for column in (classification, span)), "most"),
+    ]
+
+
+def correlations(indicators: pd.DataFrame, scores: pd.Series | pd.DataFrame,
+                 exclude: Sequence[str] = ("none",)) -> pd.DataFrame:
+    """Spearman correlation across variants between each indicator (columns of ``indicators``)
+    and each score column (seed means, rows: variants), variants in ``exclude`` and NaNs left
+    out. Rows ``(indicator, score)``; columns ``rho``, ``p``, ``n``."""
+    from scipy.stats import spearmanr
+
+    scores = scores.to_frame() if isinstance(scores, pd.Series) else scores
+    rows = []
+    for indicator in indicators.columns:
+        for score in scores.columns:
+            joined = pd.concat([indicators[indicator], scores[score]], axis=1, join="inner").dropna()
+            joined = joined[~joined.index.isin(exclude)]
+            n = len(joined)
+            if n >= 3 and joined.iloc[:, 0].nunique() > 1 and joined.iloc[:, 1].nunique() > 1:
+                rho, p = spearmanr(joined.iloc[:, 0], joined.iloc[:, 1])
+            else:
+                rho, p = math.nan, math.nan
+            rows.append({"indicator": indicator, "score": score, "rho": float(rho), "p": float(p), "n": n})
+    return pd.DataFrame(rows).set_index(["indicator", "score"])
+
+
+def correlation_verdict(rho: float, p: float, n: int, expected_sign: int, alpha: float = 0.05) -> str:
+    """Verdict on "the score rises (``expected_sign=+1``) / falls (``-1``) with the indicator"."""
+    if n < 4 or pd.isna(rho) or pd.isna(p):
+        return TOO_FEW
+    if p >= alpha:
+        return NOT_SIGNIFICANT
+    return SUPPORTED if np.sign(rho) == np.sign(expected_sign) else CONTRADICTED
+
+
+#: The paper's claims about indicators and scores: (key, claim, indicator, expected sign).
+INDICATOR_CLAIMS = (
+    ("ti-helps", "Translation invariance helps", "translation_invariance", +1),
+    ("local-mono-helps", "Local monotonicity helps", "monotonicity_local", +1),
+    ("symmetry-hurts", "Symmetry slightly hurts", "symmetry", -1),
+)
+
+
+def assess_indicator_claims(table: pd.DataFrame, scores: Sequence[str], alpha: float = 0.05) -> pd.DataFrame:
+    """:data:`INDICATOR_CLAIMS` for each score column, from a :func:`correlations` table."""
+    rows = []
+    for key, text, indicator, sign in INDICATOR_CLAIMS:
+        for score in scores:
+            if (indicator, score) not in table.index:
+                continue
+            rho, p, n = table.loc[(indicator, score), ["rho", "p", "n"]]
+            rows.append({"claim id": f"{key}-{score}", "claim": f"{text} {score}.", "indicator": indicator,
+                         "score": score, "rho": rho, "p": p, "n": int(n),
+                         "verdict": correlation_verdict(rho, p, int(n), sign, alpha)})
+    return pd.DataFrame(rows).set_index("claim id") if rows else pd.DataFrame(
+        columns=["claim", "indicator", "score", "rho", "p", "n", "verdict"])

@@ -1,0 +1,290 @@
+"""pe_lib.report: tables, summaries over seeds and the verdict rules, on small hand-made data."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pe_lib import report
+from pe_lib.report import Claim, Comparison
+
+
+def test_resolve_variants_validates_canonicalises_and_defaults():
+    assert report.resolve_variants([], ["none", "ape-sin"]) == ["none", "ape-sin"]
+    assert report.resolve_variants(["rpe-learned+ape-sin", "ape-sin+rpe-learned"], []) == ["ape-sin+rpe-learned"]
+    with pytest.raises(ValueError, match="valid basic names"):
+        report.resolve_variants(["ape-typo"], [])
+
+
+def test_has_offset_table():
+    assert report.has_offset_table("rpe-sin") and report.has_offset_table("ape-learned+rpe-learned")
+    assert not any(map(report.has_offset_table, ["none", "ape-sin", "alibi", "rope", "t5-bias"]))
+
+
+def test_curve_frame_and_final_losses():
+    curves = {"a": [{"step": 5, "split": "train", "loss": 3.0, "lr": 1e-3}, {"step": 10, "split": "validation", "loss": 2.5}],
+              "b": [{"step": 10, "split": "validation", "loss": 2.0}]}
+    frame = report.curve_frame(curves)
+    assert list(frame.columns) == ["variant", "step", "split", "loss"] and len(frame) == 3
+    table = report.final_losses({"a": {"validation_loss": 2.5, "tokens_per_s": 10.0, "wall_s": 1.0},
+                                 "b": {"validation_loss": 2.0, "tokens_per_s": 20.0, "wall_s": 2.0}},
+                                parameters={"a": 7, "b": 8})
+    assert list(table.index) == ["b", "a"]
+    assert table.loc["a", "perplexity"] == pytest.approx(math.exp(2.5))
+    assert table.loc["b", "parameters"] == 8
+
+
+def test_pretraining_setup_counts_tokens_and_sums_wall_time():
+    config = {"model": {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
+                        "intermediate_size": 256, "vocab_size": 100},
+              "pretrain": {"steps": 40, "batch_size": 16, "lr": 1e-3, "warmup_steps": 4},
+              "data": {"seq_len": 64}}
+    setup = report.pretraining_setup(config, {"a": {"tokens_per_s": 10.0, "wall_s": 1.5},
+                                              "b": {"tokens_per_s": 30.0, "wall_s": 2.5}})
+    assert setup["tokens"] == 40 * 16 * 64
+    assert setup["tokens_per_s"] == 20.0 and setup["wall_s"] == 4.0 and setup["variants"] == 2
+
+
+def test_count_parameters_matches_a_real_model():
+    from pe_lib import PEBertConfig, PEBertForMaskedLM
+
+    config = {"vocab_size": 50, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+              "intermediate_size": 32, "max_position_embeddings": 16, "position_embedding": "ape-learned+rpe-learned"}
+    real = PEBertForMaskedLM(PEBertConfig(**config))
+    assert report.count_parameters(config) == sum(p.numel() for p in real.parameters())
+
+
+def _analysis(mono, ti, ape=True):
+    probe = {"monotonicity": mono, "monotonicity_local": mono, "translation_invariance": ti, "symmetry": 0.5,
+             "chen_locality": 0.1, "chen_symmetry": None}
+    state = {"probe": [probe, {**probe, "monotonicity": -1.0}], "variant": "x"}
+    if ape:
+        state["ape"] = {"monotonicity": mono, "monotonicity_local": mono, "translation_invariance": ti, "symmetry": 1.0}
+    return state
+
+
+def test_indicator_table_and_change():
+    analyses = {"a": {"init": _analysis(0.0, 0.1), "trained": _analysis(0.5, 0.4)},
+                "b": {"init": _analysis(0.2, 0.2, ape=False), "trained": _analysis(0.1, 0.9, ape=False)}}
+    probe = report.indicator_table(analyses, "trained", "probe")
+    assert probe.loc["a", "monotonicity"] == 0.5 and math.isnan(probe.loc["a", "chen_symmetry"])
+    assert report.indicator_table(analyses, "trained", "probe", layer=1).loc["b", "monotonicity"] == -1.0
+    assert list(report.indicator_table(analyses, "init", "ape").index) == ["a"]
+    change = report.indicator_change(analyses)
+    assert change.loc["b", ("translation_invariance", "change")] == pytest.approx(0.7)
+    assert change.columns[0] == ("monotonicity", "init")
+
+
+def test_cosine_and_ape_locality():
+    n = 20
+    x = np.arange(n)[:, None] * np.array([[0.3, 0.05]])
+    vectors = np.concatenate([np.sin(x), np.cos(x)], axis=1)  # smooth: neighbours alike
+    local = report.ape_locality(vectors @ vectors.T, window=2)
+    assert np.allclose(np.diag(report.cosine(vectors @ vectors.T)), 1.0)
+    assert local["near"] > local["far"] and local["contrast"] == pytest.approx(local["near"] - local["far"])
+    rng = np.random.default_rng(0)
+    noise = rng.normal(size=(n, 256))
+    assert abs(report.ape_locality(noise @ noise.T)["contrast"]) < 0.1
+
+
+def test_rpe_bands_reads_bright_small_offsets_and_alike_large_ones():
+    k, d = 8, 16
+    rng = np.random.default_rng(0)
+    common = rng.normal(size=d)
+    rows = []
+    for a in range(-k, k + 1):
+        rows.append(3 * rng.normal(size=d) if abs(a) <= 2 else 0.3 * (common + 0.1 * rng.normal(size=d)))
+    table = np.array(rows)
+    bands = report.rpe_bands(table @ table.T)
+    assert bands["norm_ratio"] > 10 and bands["large_cosine"] > 0.9 and abs(bands["small_cosine"]) < 0.5
+
+
+def _per_seed(values: dict[str, list[float]], column="classification"):
+    rows = [(v, s, x) for v, xs in values.items() for s, x in enumerate(xs)]
+    frame = pd.DataFrame(rows, columns=["variant", "seed", column]).set_index(["variant", "seed"])
+    return frame
+
+
+def test_score_records_scale_and_per_seed_groups():
+    finetuned = {("a", "cola", 0): {"test": {"matthews_correlation": 0.5}, "origin": "packaged:word-order"},
+                 ("a", "mrpc", 0): {"test": {"accuracy": 0.8, "f1": 0.6}, "origin": "hub:glue"},
+                 ("a", "squad", 0): {"test": {"exact_match": 40.0, "f1": 50.0}, "origin": "packaged:spans"},
+                 ("a", "cola", 1): {"test": {"matthews_correlation": 0.3}, "origin": "packaged:word-order"}}
+    kinds = {"cola": "classification", "mrpc": "classification", "squad": "span"}
+    records = report.score_records(finetuned, kinds)
+    assert records.loc[records.metric == "matthews_correlation", "value"].tolist() == [50.0, 30.0]
+    table = report.per_seed_scores(records, {"classification": ["cola", "mrpc"], "span": ["squad"]})
+    assert table.loc[("a", 0), "mrpc"] == pytest.approx(70.0)
+    assert table.loc[("a", 0), "classification"] == pytest.approx(60.0)
+    assert math.isnan(table.loc[("a", 1), "classification"])  # mrpc missing for seed 1
+    assert table.loc[("a", 0), "span"] == 45.0
+    f1_only = report.per_seed_scores(records, metrics={"squad": ["f1"]})
+    assert f1_only.loc[("a", 0), "squad"] == 50.0
+    assert report.origins(finetuned) == {"cola": {"packaged:word-order"}, "mrpc": {"hub:glue"}, "squad": {"packaged:spans"}}
+
+
+def test_summarise_format_and_best():
+    per_seed = _per_seed({"a": [1.0, 3.0], "b": [5.0, 5.0], "c": [float("nan"), float("nan")]})
+    summary = report.summarise(per_seed)
+    assert summary.loc["a", ("classification", "mean")] == 2.0
+    assert summary.loc["a", ("classification", "std")] == pytest.approx(math.sqrt(2))
+    assert summary.loc["b", ("classification", "n")] == 2
+    assert report.best_per_column(summary) == {"classification": ["b"]}
+    text, flags = report.format_summary(summary)
+    assert text.loc["a", "classification"] == "2.0 ± 1.4"
+    assert text.loc["b", "classification"].endswith("▲") and flags.loc["b", "classification"]
+    assert text.loc["c", "classification"] == "—"
+    one = report.summarise(_per_seed({"a": [1.0], "b": [2.0]}))
+    assert report.format_summary(one)[0].loc["a", "classification"] == "1.0"
+    assert "font-weight: bold" in report.style_summary(summary).to_html()
+
+
+@pytest.mark.parametrize(
+    "better, worse, outcome",
+    [([3, 4, 5], [0, 1, 2], 1), ([0, 1, 2], [3, 4, 5], -1), ([1, 2, 3], [1.5, 2.5, 3.5], 0), ([5], [1], 0)],
+)
+def test_compare_outcomes(better, worse, outcome):
+    result = report.compare(better, worse)
+    assert result["outcome"] == outcome
+    assert result["difference"] == pytest.approx(np.mean(better) - np.mean(worse))
+    assert math.isnan(result["spread"]) == (len(better) == 1)
+
+
+@pytest.mark.parametrize(
+    "outcomes, quantifier, expected",
+    [([1, 1, 1], "all", report.SUPPORTED), ([1, 0, 1], "all", report.WITHIN_SPREAD),
+     ([1, -1, 1], "all", report.CONTRADICTED), ([1, 1, 0], "most", report.SUPPORTED),
+     ([1, 0, 0, -1], "most", report.WITHIN_SPREAD), ([1, -1, -1, 0], "most", report.CONTRADICTED),
+     ([0, 0, 1], "any", report.SUPPORTED), ([-1, -1], "any", report.CONTRADICTED),
+     ([-1, 0], "any", report.WITHIN_SPREAD), ([], "all", report.NOT_TESTED)],
+)
+def test_verdict_rules(outcomes, quantifier, expected):
+    assert report.verdict(outcomes, quantifier) == expected
+
+
+def test_verdict_without_spread_says_so():
+    assert report.verdict([0, 0], "all", spread_known=False) == report.NO_SPREAD
+    with pytest.raises(ValueError):
+        report.verdict([1], "some")
+    with pytest.raises(ValueError):
+        Claim("k", "t", (), "some")
+
+
+def test_assess_claims_end_to_end():
+    per_seed = _per_seed({"x": [10.0, 11.0, 12.0], "y": [1.0, 2.0, 3.0], "z": [10.5, 11.5, 12.5]})
+    claims = [Claim("x-best", "x beats y and z", (Comparison("x", "y", "classification"),
+                                                  Comparison("x", "z", "classification"))),
+              Claim("y-best", "y beats x", (Comparison("y", "x", "classification"),)),
+              Claim("absent", "w beats x", (Comparison("w", "x", "classification"),))]
+    table = report.assess_claims(claims, per_seed)
+    assert table.loc["x-best", "verdict"] == report.WITHIN_SPREAD
+    assert table.loc["x-best", "beyond spread, as claimed"] == 1 and table.loc["x-best", "in claimed direction"] == 1
+    assert table.loc["y-best", "verdict"] == report.CONTRADICTED
+    assert table.loc["absent", "verdict"] == report.NOT_TESTED and table.loc["absent", "comparisons"] == 0
+    one_seed = _per_seed({"x": [10.0], "y": [1.0]})
+    assert report.assess_claims(claims[:1], one_seed).loc["x-best", "verdict"] == report.NO_SPREAD
+
+
+def test_paper_claims_name_paper_variants_and_pick_the_best_learned_rpe():
+    per_seed = _per_seed({"rpe-learned": [1.0], "ape-learned+rpe-learned": [9.0]}, column="squad")
+    claims = {c.key: c for c in report.paper_claims(per_seed=per_seed, span_tasks=("squad",))}
+    assert {c.worse for c in claims["cls-ape-best"].comparisons} == set(report.SINGLE_PES) - {"ape-learned"}
+    best = claims["span-best-learned-rpe"].comparisons
+    assert {c.better for c in best} == {"ape-learned+rpe-learned"}
+    assert "rpe-learned" not in {c.worse for c in best}
+    assert len(claims["span-rpe-beats-ape"].comparisons) == 7
+    for claim in claims.values():
+        for c in claim.comparisons:
+            assert c.better in report.PAPER_VARIANTS and c.worse in report.PAPER_VARIANTS
+
+
+def test_correlations_and_indicator_verdicts():
+    variants = [f"v{i}" for i in range(8)] + ["none"]
+    indicators = pd.DataFrame({"translation_invariance": np.r_[np.arange(8.0), 100.0],
+                               "symmetry": np.r_[np.arange(8.0), 0.0],
+                               "monotonicity_local": [1, 0, 1, 0, 1, 0, 1, 0, 0.5]}, index=variants)
+    scores = pd.DataFrame({"classification": np.r_[np.arange(8.0), -50.0]}, index=variants)
+    table = report.correlations(indicators, scores)
+    assert table.loc[("translation_invariance", "classification"), "rho"] == pytest.approx(1.0)
+    assert table.loc[("translation_invariance", "classification"), "n"] == 8  # "none" left out
+    verdicts = report.assess_indicator_claims(table, ["classification"])
+    assert verdicts.loc["ti-helps-classification", "verdict"] == report.SUPPORTED
+    assert verdicts.loc["symmetry-hurts-classification", "verdict"] == report.CONTRADICTED
+    assert verdicts.loc["local-mono-helps-classification", "verdict"] == report.NOT_SIGNIFICANT
+    assert report.correlation_verdict(0.9, 0.001, 3, +1) == report.TOO_FEW
+
+
+def test_map_similarity():
+    rng = np.random.default_rng(1)
+    v = rng.normal(size=(10, 4))
+    w = rng.normal(size=(10, 4))
+    assert report.map_similarity(v @ v.T, 3 * (v @ v.T)) == pytest.approx(1.0)
+    assert abs(report.map_similarity(v @ v.T, w @ w.T)) < 0.9
+    with pytest.raises(ValueError):
+        report.map_similarity(v @ v.T, np.eye(3))
+
+
+def test_scale_metric_counts_an_undefined_correlation_as_zero():
+    assert report.scale_metric(float("nan"), "regression", "pearson") == 0.0
+    assert math.isnan(report.scale_metric(float("nan"), "classification", "accuracy"))
+    assert report.scale_metric(45.0, "span", "f1") == 45.0
+
+
+def test_metric_means_and_baselines():
+    records = pd.DataFrame({"variant": ["b", "b", "a"], "task": ["mrpc"] * 3, "seed": [0, 1, 0],
+                            "metric": ["f1"] * 3, "value": [10.0, 20.0, 5.0]})
+    means = report.metric_means(records)
+    assert list(means.index) == ["b", "a"] and means.loc["b", ("mrpc", "f1")] == 15.0
+    base = report.constant_baseline(("accuracy", "f1", "matthews_correlation"), "classification",
+                                    [1, 1, 0], [1, 0, 0, 0])
+    assert base == {"accuracy": 0.25, "f1": pytest.approx(0.4), "matthews_correlation": 0.0}
+    regression = report.constant_baseline(("pearson",), "regression", [0.0, 1.0], [0.2, 0.9])
+    assert math.isnan(regression["pearson"])
+    assert report.no_answer_baseline([{"text": []}, {"text": ["x"]}]) == {"exact_match": 50.0, "f1": 50.0}
+
+
+def test_best_excludes_a_baseline_and_origin_table():
+    per_seed = _per_seed({"baseline": [9.0], "a": [2.0], "b": [3.0]})
+    summary = report.summarise(per_seed)
+    assert report.best_per_column(summary, exclude=["baseline"]) == {"classification": ["b"]}
+    finetuned = {("a", "cola", 0): {"origin": "packaged:word-order", "train_examples": 10, "test": {}},
+                 ("a", "sst2", 0): {"origin": "hub:glue-sst2", "train_examples": 20, "test": {}}}
+    table = report.origin_table(finetuned, {"cola": "word order", "sst2": "reviews"},
+                                {"cola": ("matthews_correlation",)}, {"cola": 5})
+    assert table.loc["cola", "data in this run"] == "word order"
+    assert table.loc["sst2", "data in this run"] == "the original data set"
+    assert table.loc["cola", "examples (train / test)"] == "10 / 5"
+    assert table.loc["sst2", "examples (train / test)"] == "20 / ?"
+
+
+def test_best_text():
+    assert report.best_text(["a"], 5) == "a"
+    assert report.best_text(["a", "b", "c", "d"], 5) == "4 variants tie"
+    assert report.best_text(list("abcde"), 5) == "all 5 variants tie"
+    assert report.best_text([], 5) == "none"
+
+
+def test_per_seed_by_metric():
+    records = pd.DataFrame({"variant": ["a"] * 4, "task": ["squad", "squad", "squad_v2", "squad_v2"],
+                            "seed": [0] * 4, "metric": ["exact_match", "f1"] * 2, "value": [1.0, 2.0, 3.0, 4.0]})
+    table = report.per_seed_by_metric(records, {"exact_match": "EM", "f1": "F1"})
+    assert list(table.columns) == ["squad EM", "squad F1", "squad_v2 EM", "squad_v2 F1"]
+    assert table.loc[("a", 0), "squad_v2 F1"] == 4.0
+
+
+def test_comparison_table():
+    per_seed = _per_seed({"x": [10.0, 11.0, 12.0], "y": [1.0, 2.0, 3.0]})
+    claims = [Claim("k", "x beats y", (Comparison("x", "y", "classification"), Comparison("y", "x", "classification")))]
+    table = report.comparison_table(claims, per_seed)
+    assert list(table["outcome"]) == ["as claimed", "against"]
+    assert table.loc[0, "difference"] == 9.0 and table.loc[0, "spread"] == 1.0
+    one_seed = _per_seed({"x": [10.0], "y": [1.0]})
+    assert list(report.comparison_table(claims[:1], one_seed)["outcome"]) == ["no spread (one seed)"] * 2
+
+
+def test_format_summary_marks_nothing_when_every_variant_ties():
+    summary = report.summarise(_per_seed({"a": [1.0], "b": [1.0], "baseline": [0.0]}))
+    text, flags = report.format_summary(summary, exclude=["baseline"])
+    assert not flags.any().any() and text.loc["a", "classification"] == "1.0"
