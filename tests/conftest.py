@@ -2,6 +2,7 @@ import os
 
 import pytest
 import torch
+from support import tiny_config
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -10,19 +11,6 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)
-
-
-def tiny_config(variant: str = "ape-learned", **overrides):
-    """A 2-layer, 32-wide PEBertConfig for fast tests."""
-    from pe_lib import PEBertConfig
-
-    fields = dict(
-        vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-        max_position_embeddings=24, rpe_max_distance=6, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-        position_embedding=variant,
-    )
-    fields.update(overrides)
-    return PEBertConfig(**fields)
 
 
 @pytest.fixture

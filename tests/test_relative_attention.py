@@ -6,7 +6,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import tiny_config
+from support import tiny_config
 from pe_lib import PEBertModel
 
 

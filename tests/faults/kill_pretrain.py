@@ -10,7 +10,7 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
-from conftest import tiny_config  # noqa: E402
+from support import tiny_config  # noqa: E402
 from training.test_pretrain import run_cfg, synthetic_data  # noqa: E402
 
 import pe_lib.training.pretrain as pretrain_module  # noqa: E402
