@@ -108,6 +108,22 @@ class PEBertConfig(PretrainedConfig):
 # ----------------------------------------------------------------------------- building blocks
 
 
+def dropout_(x: torch.Tensor, p: float) -> torch.Tensor:
+    """Inverted dropout, x * m / (1 - p) with m ~ Bernoulli(1 - p) drawn as ``rand >= p`` from torch's
+    global generator: the same distribution as ``F.dropout``, about twice as fast on CPUs."""
+    if p == 0:
+        return x
+    keep = torch.rand(x.shape, dtype=x.dtype, device=x.device).ge_(p).mul_(1 / (1 - p))  # (..., ) like x
+    return x * keep
+
+
+class Dropout(nn.Dropout):
+    """``nn.Dropout`` computed with :func:`dropout_`."""
+
+    def forward(self, x):
+        return dropout_(x, self.p) if self.training else x
+
+
 class Embeddings(nn.Module):
     """x^0 = dropout(LN(WE(w) + TE(t) [+ APE(x)]))."""
 
@@ -117,7 +133,7 @@ class Embeddings(nn.Module):
         self.token_type = nn.Embedding(config.type_vocab_size, config.hidden_size)
         self.position: AbsolutePE | None = build_absolute(parse_variant(config.position_embedding), config)
         self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = Dropout(config.hidden_dropout_prob)
 
     def forward(self, input_ids, token_type_ids=None, position_ids=None):
         B, n = input_ids.shape
@@ -155,18 +171,18 @@ class SelfAttention(nn.Module):
             mask = bias if mask is None else mask + bias  # (B, h, n, n)
         if mask is not None:
             mask = mask.to(q.dtype)
+        dropout = self.dropout_p if self.training else 0.0
         probs = None
-        if output_attentions:
+        if output_attentions or dropout > 0:  # explicit softmax: the probabilities are needed, or dropped out
             scores = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim)  # (B, h, n, n)
             if mask is not None:
                 scores = scores + mask
             probs = scores.softmax(-1)  # (B, h, n, n)
-            y = F.dropout(probs, self.dropout_p, self.training) @ v  # (B, h, n, d)
-        else:
-            dropout = self.dropout_p if self.training else 0.0
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)  # (B, h, n, d)
+            y = dropout_(probs, dropout) @ v  # (B, h, n, d)
+        else:  # fused kernel (flash attention where the backend has it)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, h, n, d)
         y = y.transpose(1, 2).reshape(B, n, H)  # (B, n, H)
-        return self.out(y), probs
+        return self.out(y), probs if output_attentions else None
 
 
 class Layer(nn.Module):
@@ -180,7 +196,7 @@ class Layer(nn.Module):
         self.act = ACT2FN[config.hidden_act]
         self.ffn_out = nn.Linear(config.intermediate_size, config.hidden_size)
         self.ffn_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = Dropout(config.hidden_dropout_prob)
 
     def forward(self, x, mask, relative, output_attentions=False):
         a, probs = self.attention(x, mask, relative, output_attentions)  # (B, n, H)
@@ -338,7 +354,7 @@ class PEBertForSequenceClassification(PEBertPreTrainedModel):
         self.num_labels = config.num_labels
         self.bert = PEBertModel(config)
         p = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
-        self.dropout = nn.Dropout(p)
+        self.dropout = Dropout(p)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
 

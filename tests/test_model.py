@@ -150,3 +150,26 @@ def test_no_pe_is_permutation_equivariant(make_config):
     perm = torch.randperm(8)
     out = model(ids).last_hidden_state
     torch.testing.assert_close(model(ids[:, perm]).last_hidden_state, out[:, perm], atol=1e-5, rtol=1e-5)
+
+
+def test_fast_dropout_drops_at_rate_p_and_keeps_the_expectation():
+    from pe_lib.model import Dropout, dropout_
+
+    x = torch.ones(200_000, requires_grad=True)
+    y = dropout_(x, 0.1)
+    dropped = (y == 0).float().mean()
+    assert 0.097 < dropped < 0.103
+    torch.testing.assert_close(y[y != 0], torch.full_like(y[y != 0], 1 / 0.9))
+    y.sum().backward()
+    torch.testing.assert_close(x.grad, y.detach())  # gradient flows through kept units only, scaled
+    module = Dropout(0.5).eval()
+    assert module(x) is x
+
+
+def test_training_attention_with_dropout_matches_sdpa_without(make_config):
+    model = PEBertModel(make_config("alibi", attention_probs_dropout_prob=0.0)).train()
+    ids, mask = batch()
+    fused = model(ids, attention_mask=mask).last_hidden_state
+    model.layers[0].attention.dropout_p = 1e-12  # takes the explicit-softmax path, drops (almost surely) nothing
+    explicit = model(ids, attention_mask=mask).last_hidden_state
+    torch.testing.assert_close(explicit, fused, atol=1e-5, rtol=1e-5)
