@@ -61,7 +61,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from pe_lib import book
+from pe_lib import book, report
 from pe_lib.sinusoid import frequencies, integer_monotonic_range, monotonic_range, psi, psi_prime
 
 book.record_names(globals())
@@ -74,7 +74,8 @@ book.record_names(globals())
 # unknown name or a value of the wrong type.
 
 # %% tags=["parameters"]
-profile: str = "smoke"  # results profile; used once pretrained models exist
+profile: str = "smoke"  # results profile whose learned frequencies are shown at the end
+results: str = "results"  # folder of the artifact store
 ape_dim: int = 768  # size of an absolute position vector (BERT-base hidden size)
 head_dim: int = 64  # size of a relative position vector (one BERT-base attention head)
 base: float = 10000.0  # base of the frequencies, w_i is base^(-2i/D)
@@ -241,11 +242,54 @@ book.glue("best_base_range", int(sweep["APE", "base"][best, 1]))
 #
 # ## After pretraining: what did the learnable frequencies become?
 #
-# ```{admonition} Not computed yet
-# :class: note
-# This section will compare the frequencies $w_i$ learned by the `ape-sin-learned` and
-# `rpe-sin-learned` models of profile {glue:text}`profile_name` with their initial values,
-# and give the monotonic ranges of the learned $\psi$ (`monotonic_range(freqs=...)`). It needs
-# the pretrained models, which a later part of this project provides; until then nothing is
-# shown here, rather than numbers that were not measured.
+# The learnable sinusoidal embeddings of profile {glue:text}`profile_name` start from the
+# frequencies above and are trained with the rest of the model (without weight decay). The
+# learnable RPE has one set of frequencies per layer; the plots show the first layer's.
+
+# %%
+runner = report.open_runner(profile, results)
+learned = {}  # name -> (initial, trained) frequencies
+for variant in [v for v in runner.profile.variants if "sin-learned" in v]:
+    arrays = runner.ensure_analysis(variant).arrays
+    for kind in ("ape", "rpe"):
+        if f"trained.{kind}_freqs" in arrays:
+            init, trained = (np.asarray(arrays[f"{state}.{kind}_freqs"], dtype=np.float64) for state in ("init", "trained"))
+            if kind == "rpe":
+                init, trained = init[0], trained[0]  # first layer
+            learned[f"{variant} ({kind.upper()})"] = (init, trained)
+rows = {}
+for name, (init, trained) in learned.items():
+    rows[name] = {
+        "dimension": 2 * len(init),
+        "median |w - w0| / w0": float(np.median(np.abs(trained - init) / init)),
+        "range w0 (integer)": integer_monotonic_range(freqs=init),
+        "range w (integer)": integer_monotonic_range(freqs=trained),
+        "range w0 (real)": monotonic_range(freqs=init),
+        "range w (real)": monotonic_range(freqs=trained),
+    }
+learned_table = pd.DataFrame.from_dict(rows, orient="index")
+book.glue("n_learned", len(learned))
+book.glue("max_relative_change", float(learned_table["median |w - w0| / w0"].max()) if rows else float("nan"))
+fig, ax = plt.subplots(figsize=(7, 4), constrained_layout=True)
+for name, (init, trained) in learned.items():
+    ax.plot(np.arange(len(init)), trained / init, marker=".", lw=0.8, label=name)
+ax.axhline(1.0, color="grey", lw=0.8)
+ax.set(xlabel="frequency index i", ylabel="learned / initial frequency")
+ax.legend(fontsize="small")
+book.glue("fig_learned", fig)
+plt.close(fig)
+learned_table.style.format({"median |w - w0| / w0": "{:.2e}", "range w0 (real)": "{:.3f}", "range w (real)": "{:.3f}"})
+
+# %% [markdown]
+# ```{glue:figure} fig_learned
+# :alt: Ratio of learned to initial frequency against the frequency index, one line per embedding
+# :name: fig-learned-freqs
+#
+# Learned frequencies of the {glue:text}`n_learned` learnable sinusoidal embeddings of profile
+# {glue:text}`profile_name`, relative to their initial values $w_i = 10000^{-2i/D}$.
 # ```
+#
+# The table gives the median relative change of the frequencies (at most
+# {glue:text}`max_relative_change:.2e` here) and the monotonic ranges of $\psi$ before and after
+# training, on integer and on real offsets. A profile trained for few steps barely moves the
+# frequencies; the cpu profile shows what pretraining makes of them.

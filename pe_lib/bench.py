@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import math
 import multiprocessing
-import resource
 import statistics
 import sys
 import tempfile
@@ -143,7 +142,8 @@ def naive_relative(q: torch.Tensor, k: torch.Tensor, table: torch.Tensor, clip: 
 
 
 def _relative_worker(kind: str, n: int, batch: int, heads: int, head_dim: int, clip: int, queue) -> None:
-    """Run in a fresh process: time forward+backward of one implementation, report peak RSS growth."""
+    """Run in a fresh process: time forward+backward of one implementation, report its peak RSS
+    growth over the resident set at the start (Linux /proc; the peak mark is reset first)."""
     torch.set_num_threads(2)
     from pe_lib.positions import LearnedRPE
 
@@ -152,19 +152,21 @@ def _relative_worker(kind: str, n: int, batch: int, heads: int, head_dim: int, c
     q = torch.randn(batch, heads, n, head_dim, requires_grad=True)
     k = torch.randn(batch, heads, n, head_dim, requires_grad=True)
     run = (lambda: module.bias(q, k)) if kind == "pe_lib" else (lambda: naive_relative(q, k, module.weight, clip))
-    before = rss_kib()
+    with open("/proc/self/clear_refs", "w") as f:  # reset the peak-RSS mark (VmHWM) to the current RSS
+        f.write("5")
+    before = proc_status_kib("VmRSS")
     times = []
     for _ in range(3):
         start = time.perf_counter()
         run().sum().backward()
         times.append(time.perf_counter() - start)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
-    queue.put({"seconds": statistics.median(times), "peak_mib": (peak - before) / 1024})
+    queue.put({"seconds": statistics.median(times), "peak_mib": (proc_status_kib("VmHWM") - before) / 1024})
 
 
-def rss_kib() -> int:
+def proc_status_kib(field: str) -> int:
+    """A memory field of /proc/self/status (VmRSS: resident now, VmHWM: peak since the last reset)."""
     with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS"))
+        return next(int(line.split()[1]) for line in f if line.startswith(field))
 
 
 def bench_relative(seqs=(128, 512, 1024, 2048), batch: int = 1, heads: int = 4, head_dim: int = 64, clip: int = 128) -> list[dict]:
@@ -240,6 +242,33 @@ def bench_smoke() -> dict:
         start = time.perf_counter()
         timings = Runner(get_profile("smoke"), f"{tmp}/results", f"{tmp}/work", progress=False).run()
         return {"end_to_end_s": time.perf_counter() - start, **{f"{k}_s": v for k, v in timings.items()}}
+
+
+# ----------------------------------------------------------------------------- targets
+
+#: (name, section, row filter, value, comparison, threshold) of the project's performance targets.
+TARGETS = (
+    ("throughput vs HF, seq 128, fp32", "hf", {"seq": 128, "dtype": "fp32"}, "speedup", ">=", 2.0),
+    ("throughput vs HF, seq 128, bf16", "hf", {"seq": 128, "dtype": "bf16"}, "speedup", ">=", 2.0),
+    ("slowest variant vs ape-learned, seq 128", "variants", {"seq": 128}, "relative_to_ape_learned", "<=", 1.25),
+    ("slowest variant vs ape-learned, seq 512", "variants", {"seq": 512}, "relative_to_ape_learned", "<=", 1.5),
+    ("relative attention peak memory vs naive, seq 2048", "relative", {"seq": 2048}, "memory_ratio", "<=", 0.25),
+    ("MFU of the cpu profile's model, bf16", "mfu", {"dtype": "bf16"}, "mfu", ">=", 0.25),
+)
+
+
+def targets(result: dict) -> list[dict]:
+    """Each target with the measured value (the worst matching row) and whether it is met."""
+    rows = []
+    for name, section, where, key, op, threshold in TARGETS:
+        values = [r[key] for r in result.get(section, []) if all(r.get(k) == v for k, v in where.items())]
+        if not values:
+            rows.append({"target": name, "threshold": f"{op} {threshold:g}", "measured": None, "met": None})
+            continue
+        value = min(values) if op == ">=" else max(values)
+        met = value >= threshold if op == ">=" else value <= threshold
+        rows.append({"target": name, "threshold": f"{op} {threshold:g}", "measured": value, "met": bool(met)})
+    return rows
 
 
 # ----------------------------------------------------------------------------- main

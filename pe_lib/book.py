@@ -68,6 +68,7 @@ BOOK_PROFILES: dict[str, dict[str, dict[str, Any]]] = {
         "06_classification": {"profile": "smoke"},
         "07_span_prediction": {"profile": "smoke"},
         "08_findings": {"profile": "smoke"},
+        "09_performance": {},
     },
     "cpu": {
         "01_properties": {
@@ -85,6 +86,7 @@ BOOK_PROFILES: dict[str, dict[str, dict[str, Any]]] = {
         "06_classification": {"profile": "cpu"},
         "07_span_prediction": {"profile": "cpu"},
         "08_findings": {"profile": "cpu"},
+        "09_performance": {},
     },
 }
 
