@@ -400,3 +400,26 @@ def proximity(model, kind: str = "ape", length: int | None = None, layer: int = 
             k = rpe.max_distance if length is None else min(rpe.max_distance, length // 2)
             vectors = rpe.table(k)  # (2k+1, d)
         return (vectors @ vectors.T).double().numpy()  # (n, n)
+
+
+#: Parameter-name endings of absolute position-embedding matrices in HuggingFace models
+#: (BERT/RoBERTa/MPNet/ELECTRA..., GPT-2, BART/OPT-style learned positions).
+_APE_PARAMETER_ENDINGS = ("position_embeddings.weight", "wpe.weight", "embed_positions.weight")
+#: model types whose position ids start at padding_idx + 1 (the first rows are never used).
+_OFFSET_POSITIONS = {"roberta": 2, "xlm-roberta": 2, "camembert": 2, "mpnet": 2, "longformer": 2, "opt": 2}
+
+
+def absolute_position_matrix(model) -> tuple[str, np.ndarray]:
+    """The absolute position-embedding matrix of any HuggingFace model: ``(parameter name, P)`` with
+    one row per usable position (RoBERTa-style offsets dropped). ValueError naming what the model
+    has instead when it has none (e.g. rotary or relative positions)."""
+    matrices = [(name, p) for name, p in model.named_parameters()
+                if name.endswith(_APE_PARAMETER_ENDINGS) and p.ndim == 2]
+    config = model.config
+    if not matrices:
+        hints = sorted({k for k in config.to_dict() if any(s in k for s in ("position", "rope", "rotary", "relative"))})
+        found = ", ".join(f"{k}={getattr(config, k)!r}" for k in hints) or "no position settings in its config"
+        raise ValueError(f"{config.model_type!r} model has no absolute position-embedding matrix (found: {found})")
+    name, weight = matrices[0]
+    offset = _OFFSET_POSITIONS.get(config.model_type, 0)
+    return name, weight.detach().double().numpy()[offset:]

@@ -1,5 +1,8 @@
-"""``pe-lib properties MODEL``: the property indicators of a pretrained PEBert model's position
-embeddings (APE dot products, RPE offset-vector dot products, identical-word probing)."""
+"""``pe-lib properties MODEL``: the property indicators of a model's position embeddings.
+
+For a PEBert model: APE dot products, RPE offset-vector dot products and identical-word probing.
+For any other HuggingFace checkpoint or hub id (BERT, RoBERTa, GPT-2, ...): the dot products of its
+absolute position-embedding matrix; a model without one (e.g. rotary positions) is a clear error."""
 from __future__ import annotations
 
 import json
@@ -8,7 +11,7 @@ import json
 def configure(parser) -> None:
     from pe_lib.properties import PROXIMITY_KINDS
 
-    parser.add_argument("model", help="folder of a PEBert model (save_pretrained)")
+    parser.add_argument("model", help="folder or hub id of a PEBert model or of any HF model with an absolute PE matrix")
     parser.add_argument("--kind", nargs="+", choices=PROXIMITY_KINDS, help="which proximities (default: all the model has)")
     parser.add_argument("--length", type=int, help="positions (APE/probe) or 2k+1 offsets (RPE) to use")
     parser.add_argument("--layer", type=int, default=0, help="layer for RPE vectors and probing (default: 0)")
@@ -29,26 +32,37 @@ def available_kinds(model) -> list[str]:
 def run(args) -> int:
     from transformers import AutoConfig, AutoModel
 
-    from pe_lib.model import PEBertConfig
-    from pe_lib.properties import indicators, proximity
+    from pe_lib.model import PEBertConfig, quiet_transformers
+    from pe_lib.properties import absolute_position_matrix, indicators, proximity
 
-    config = AutoConfig.from_pretrained(args.model)
-    if not isinstance(config, PEBertConfig):
-        raise SystemExit(f"pe-lib properties: {args.model} is a {config.model_type!r} model, not a pe-bert one")
-    model = AutoModel.from_pretrained(args.model).eval()
-    kinds = args.kind or available_kinds(model)
-    phis = {kind: proximity(model, kind, length=args.length, layer=args.layer) for kind in kinds}
+    config = AutoConfig.from_pretrained(args.model, trust_remote_code=False)
+    with quiet_transformers():
+        model = AutoModel.from_pretrained(args.model, trust_remote_code=False).eval()
+    if isinstance(config, PEBertConfig):
+        title = config.position_embedding
+        kinds = args.kind or available_kinds(model)
+        phis = {kind: proximity(model, kind, length=args.length, layer=args.layer) for kind in kinds}
+    else:
+        if args.kind not in (None, ["ape"]):
+            raise SystemExit(f"pe-lib properties: only --kind ape applies to a {config.model_type!r} model")
+        try:
+            name, matrix = absolute_position_matrix(model)
+        except ValueError as error:
+            raise SystemExit(f"pe-lib properties: {args.model}: {error}") from None
+        matrix = matrix[: args.length] if args.length else matrix
+        title = f"{config.model_type} ({name}, {matrix.shape[0]} positions)"
+        phis = {"ape": matrix @ matrix.T}
     table = {kind: indicators(phi, window=args.window) for kind, phi in phis.items()}
     if args.json:
         print(json.dumps(table, indent=2))
     else:
-        print(f"{config.position_embedding}  ({args.model})")
+        print(f"{title}  ({args.model})")
         print(f"{'proximity':10s} {'monotonicity':>13s} {'local mono.':>12s} {'transl. inv.':>13s} {'symmetry':>9s}")
         for kind, row in table.items():
             print(f"{kind:10s} {row['monotonicity']:13.3f} {row['monotonicity_local']:12.3f} "
                   f"{row['translation_invariance']:13.3f} {row['symmetry']:9.3f}")
     if args.heatmap:
-        save_heatmaps(phis, args.heatmap, config.position_embedding)
+        save_heatmaps(phis, args.heatmap, title)
     return 0
 
 
