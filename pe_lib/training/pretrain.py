@@ -220,6 +220,18 @@ def truncate_curve(path: Path, step: int) -> None:
 # ----------------------------------------------------------------------------- the loop
 
 
+def run_identity(model_config: PEBertConfig, cfg: PretrainConfig) -> dict:
+    """What a run folder's checkpoints and result belong to."""
+    return {"model": model_config.to_diff_dict(), "config": asdict(cfg)}
+
+
+def check_same_run(saved: dict, model_config: PEBertConfig, cfg: PretrainConfig, where: Path) -> None:
+    """Refuse to resume or reuse a run folder that belongs to another model or configuration."""
+    if {k: saved.get(k) for k in ("model", "config")} != run_identity(model_config, cfg):
+        raise ValueError(f"{where} belongs to a run with another model or pretraining configuration; "
+                         "use another output folder (or delete this one)")
+
+
 def ranks_agree(accelerator, model) -> bool:
     """True when every process holds the same weights (checked on two float64 sums)."""
     sums = torch.stack([sum(p.detach().double().sum() for p in model.parameters()),
@@ -260,7 +272,9 @@ def pretrain(
 
     out_dir = Path(out_dir)
     if (out_dir / "result.json").exists():
-        return read_json(out_dir / "result.json")
+        result = read_json(out_dir / "result.json")
+        check_same_run(result, model_config, cfg, out_dir / "result.json")
+        return result
     accelerator = Accelerator(cpu=not torch.cuda.is_available())  # cpu=True: DDP over gloo on CPUs
     if accelerator.is_main_process:
         with exclusive_lock(out_dir.parent / f".{out_dir.name}.lock", f"the run folder {out_dir}"):
@@ -290,6 +304,7 @@ def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_
             warnings.warn(f"{error}; discarding {checkpoint} and training from step 0", stacklevel=2)
             checkpoint = None
     if checkpoint is not None:
+        check_same_run(read_json(checkpoint / "state.json"), model_config, cfg, checkpoint)
         state = load_checkpoint(checkpoint, model, optimizer, scheduler)
         start, elapsed_before = state["step"], state["elapsed_s"]
     if accelerator.is_main_process:
@@ -337,13 +352,14 @@ def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_
             accelerator.wait_for_everyone()
             if accelerator.is_main_process:
                 save_checkpoint(out_dir, model, optimizer, scheduler,
-                                {"step": done, "elapsed_s": elapsed_before + elapsed, "config": asdict(cfg)})
+                                {"step": done, "elapsed_s": elapsed_before + elapsed, **run_identity(model_config, cfg)})
         if on_step is not None:
             on_step(done)
     bar.close()
 
     wall = time.perf_counter() - t0
     result = {
+        **run_identity(model_config, cfg),
         "steps": cfg.steps,
         "ranks_agree": ranks_agree(accelerator, model),
         "validation_loss": evaluate(model, data, cfg, device, bf16),

@@ -134,3 +134,12 @@ def test_corrupt_checkpoint_is_reported_by_name_and_never_used(damage, make_conf
 def test_vocab_mismatch_is_refused(make_config, tmp_path):
     with pytest.raises(ValueError, match="vocab_size 64 != tokenizer vocab size 100"):
         pretrain(make_config("ape-learned"), synthetic_data(vocab=100), run_cfg(), tmp_path, progress=False)
+
+
+def test_a_run_folder_of_another_configuration_is_refused(make_config, tmp_path):
+    config, data = make_config("rope"), synthetic_data()
+    pretrain(config, data, run_cfg(steps=2), tmp_path, progress=False)
+    with pytest.raises(ValueError, match="belongs to a run with another model or pretraining configuration"):
+        pretrain(config, data, run_cfg(steps=3), tmp_path, progress=False)
+    with pytest.raises(ValueError, match="another model"):
+        pretrain(make_config("alibi"), data, run_cfg(steps=2), tmp_path, progress=False)
