@@ -76,6 +76,7 @@ book.record_names(globals())
 # %% tags=["parameters"]
 profile: str = "smoke"  # results profile whose learned frequencies are shown at the end
 results: str = "results"  # folder of the artifact store
+pretrained: bool = True  # False: skip the last section (it needs the profile's pretrained models)
 ape_dim: int = 768  # size of an absolute position vector (BERT-base hidden size)
 head_dim: int = 64  # size of a relative position vector (one BERT-base attention head)
 base: float = 10000.0  # base of the frequencies, w_i is base^(-2i/D)
@@ -247,9 +248,9 @@ book.glue("best_base_range", int(sweep["APE", "base"][best, 1]))
 # learnable RPE has one set of frequencies per layer; the plots show the first layer's.
 
 # %%
-runner = report.open_runner(profile, results)
 learned = {}  # name -> (initial, trained) frequencies
-for variant in [v for v in runner.profile.variants if "sin-learned" in v]:
+runner = report.open_runner(profile, results)
+for variant in [v for v in runner.profile.variants if "sin-learned" in v and pretrained]:
     arrays = runner.ensure_analysis(variant).arrays
     for kind in ("ape", "rpe"):
         if f"trained.{kind}_freqs" in arrays:

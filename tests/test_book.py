@@ -17,7 +17,7 @@ from pe_lib.book import ParameterError, check_notebook_parameters, check_paramet
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.py"))
-SMALL_SINUSOID = {"max_offset": 8, "n_bases": 3}
+SMALL_SINUSOID = {"max_offset": 8, "n_bases": 3, "pretrained": False}
 
 
 # ----------------------------------------------------------------------------- check_parameters
@@ -174,7 +174,7 @@ def test_papermill_run_with_an_unknown_parameter_fails_clearly(tmp_path):
         _run_papermill(tmp_path, {**SMALL_SINUSOID, "n_basez": 3})
     assert info.value.ename == "ParameterError"
     assert "unknown parameter 'n_basez' (did you mean 'n_bases'?)" in info.value.evalue
-    assert "valid parameters: ape_dim, base, head_dim, max_offset, n_bases, profile" in info.value.evalue
+    assert "valid parameters: ape_dim, base, head_dim, max_offset, n_bases, pretrained, profile, results" in info.value.evalue
 
 
 def test_papermill_run_with_a_wrongly_typed_parameter_fails_clearly(tmp_path):
@@ -210,8 +210,8 @@ def test_execute_notebook_keeps_the_parameters_tag_and_records_the_run(tmp_path)
     assert nb.metadata.kernelspec["name"] == "python3"
     assert not list((root / "book").glob(".tmp-*"))
     # papermill reruns the executed notebook, replacing the injected cell
-    rerun = _run_papermill_on(out, tmp_path / "rerun.ipynb", {"max_offset": 4, "n_bases": 2})
-    assert rerun.metadata.papermill["parameters"] == {"max_offset": 4, "n_bases": 2}
+    rerun = _run_papermill_on(out, tmp_path / "rerun.ipynb", {"max_offset": 4, "n_bases": 2, "pretrained": False})
+    assert rerun.metadata.papermill["parameters"] == {"max_offset": 4, "n_bases": 2, "pretrained": False}
 
 
 def _run_papermill_on(path, out, parameters):
