@@ -49,7 +49,6 @@ import seaborn as sns
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
 from pe_lib import book, report
-from pe_lib.data.tasks import get_task
 
 book.record_names(globals())
 
@@ -73,10 +72,7 @@ if split not in ("test", "validation"):
     raise ValueError(f"split must be 'test' or 'validation', got {split!r}")
 runner = report.open_runner(profile, results)
 names = report.resolve_variants(variants, runner.profile.variants)
-specs = {t: get_task(t) for t in (tasks or runner.profile.tasks)}  # raises on an unknown task
-specs = {t: s for t, s in specs.items() if s.meta.kind != "span" or tasks}
-if any(s.meta.kind == "span" for s in specs.values()):
-    raise ValueError("span tasks (squad, squad_v2) are the subject of chapter 07_span_prediction")
+specs = report.chapter_tasks(tasks, runner.profile.tasks, span=False)
 task_names = list(specs)
 seed_list = list(seeds or runner.profile.seeds)
 book.glue("profile_name", profile)
@@ -99,12 +95,7 @@ pd.DataFrame({"value": params})
 # split is carved from the training data.
 
 # %%
-finetuned = {(v, t, s): runner.ensure_finetuned(v, t, s).payload for v in names for t in task_names for s in seed_list}
-loaded = {t: runner.task(t) for t in task_names}
-origin = report.origin_table(finetuned, {t: s.analogue for t, s in specs.items()},
-                             {t: s.meta.metrics for t, s in specs.items()},
-                             {t: len(loaded[t].splits[split]) for t in task_names})
-packaged = [t for t in task_names if origin.loc[t, "origin"].startswith("packaged")]
+finetuned, origin, packaged = report.finetuned_with_origins(runner, names, specs, seed_list, split)
 book.glue("packaged_tasks", ", ".join(packaged) if packaged else "none")
 book.glue("hub_tasks", ", ".join(t for t in task_names if t not in packaged) or "none")
 origin.style.set_table_attributes('class="dataframe"')
@@ -127,8 +118,8 @@ per_seed = report.per_seed_scores(records, {"average": task_names})
 summary = report.summarise(per_seed)
 BASELINE = "baseline (constant)"
 baseline = {(BASELINE, t, 0): {split: report.constant_baseline(s.meta.metrics, s.meta.kind,
-                                                                loaded[t].splits["train"]["label"],
-                                                                loaded[t].splits[split]["label"])}
+                                                                runner.task(t).splits["train"]["label"],
+                                                                runner.task(t).splits[split]["label"])}
             for t, s in specs.items()}
 baseline_summary = report.summarise(report.per_seed_scores(report.score_records(baseline, kinds, split),
                                                            {"average": task_names}))

@@ -314,6 +314,33 @@ def no_answer_baseline(answers: Sequence[Mapping]) -> dict[str, float]:
     return {"exact_match": share, "f1": share}
 
 
+def chapter_tasks(requested: Sequence[str], default: Sequence[str], span: bool) -> dict:
+    """The task specs of a fine-tuning chapter: the ``requested`` ones, which must all be of the
+    chapter's kind (span prediction or sentence level), else the ``default`` ones of that kind."""
+    from pe_lib.data.tasks import get_task
+
+    specs = {t: get_task(t) for t in (requested or default)}  # raises on an unknown task
+    if not requested:
+        return {t: s for t, s in specs.items() if (s.meta.kind == "span") == span}
+    wrong = [t for t, s in specs.items() if (s.meta.kind == "span") != span]
+    if wrong:
+        other = "sentence-level tasks are" if span else "span tasks (squad, squad_v2) are"
+        chapter = "06_classification" if span else "07_span_prediction"
+        raise ValueError(f"{other} the subject of chapter {chapter} (got {', '.join(wrong)})")
+    return specs
+
+
+def finetuned_with_origins(runner, names: Sequence[str], specs: Mapping, seeds: Sequence[int], split: str):
+    """Every (variant, task, seed) fine-tuning payload of a chapter, its task origin table, and
+    the tasks whose data were packaged analogues in this run."""
+    finetuned = {(v, t, s): runner.ensure_finetuned(v, t, s).payload for v in names for t in specs for s in seeds}
+    origin = origin_table(finetuned, {t: s.analogue for t, s in specs.items()},
+                          {t: s.meta.metrics for t, s in specs.items()},
+                          {t: len(runner.task(t).splits[split]) for t in specs})
+    packaged = [t for t in specs if origin.loc[t, "origin"].startswith("packaged")]
+    return finetuned, origin, packaged
+
+
 def origin_table(finetuned: Mapping[tuple[str, str, int], Mapping], analogues: Mapping[str, str],
                  metrics: Mapping[str, Sequence[str]], test_sizes: Mapping[str, int] | None = None) -> pd.DataFrame:
     """One row per task: what it stands for in the paper, where this run's data came from

@@ -288,3 +288,15 @@ def test_format_summary_marks_nothing_when_every_variant_ties():
     summary = report.summarise(_per_seed({"a": [1.0], "b": [1.0], "baseline": [0.0]}))
     text, flags = report.format_summary(summary, exclude=["baseline"])
     assert not flags.any().any() and text.loc["a", "classification"] == "1.0"
+
+
+def test_chapter_tasks_keeps_the_chapters_kind_and_refuses_the_other():
+    assert list(report.chapter_tasks([], ["cola", "squad", "sst2", "squad_v2"], span=False)) == ["cola", "sst2"]
+    assert list(report.chapter_tasks([], ["cola", "squad", "sst2", "squad_v2"], span=True)) == ["squad", "squad_v2"]
+    assert list(report.chapter_tasks(["stsb"], ["cola"], span=False)) == ["stsb"]
+    with pytest.raises(ValueError, match=r"span tasks \(squad, squad_v2\) are the subject of chapter 07_span_prediction"):
+        report.chapter_tasks(["sst2", "squad"], [], span=False)
+    with pytest.raises(ValueError, match="sentence-level tasks are the subject of chapter 06_classification"):
+        report.chapter_tasks(["cola"], [], span=True)
+    with pytest.raises(ValueError, match="unknown task"):
+        report.chapter_tasks(["glue"], [], span=False)
