@@ -5,7 +5,7 @@ machine noise hits all contenders alike, and printed with a description of the m
 
 1. ``hf``: training throughput (tokens/s) of ``PEBertForMaskedLM`` (ape-learned) vs HF
    ``BertForMaskedLM`` with the same configuration, fp32 and bf16 autocast, at each ``--seqs``;
-2. ``variants``: every variant's step time relative to ``ape-learned`` (bf16), at each ``--seqs``;
+2. ``variants``: every basic variant's step time (and ``rpe-learned+untie-cls``'s) relative to ``ape-learned`` (bf16), at each ``--seqs``;
 3. ``relative``: the relative-attention term alone, pe_lib's gather vs HF v4's naive
    (n, n, head_dim) einsum: forward+backward time and peak memory, at 128..2048 tokens;
 4. ``mfu``: model FLOPs utilisation: the model FLOPs of a training step of the cpu profile's model
@@ -34,6 +34,8 @@ from pe_lib.model import PEBertConfig, PEBertForMaskedLM
 from pe_lib.positions import PE_VARIANTS
 
 SECTIONS = ("hf", "variants", "relative", "mfu", "smoke")
+#: The basic variants, and one with [CLS] untied (what the modifier costs).
+BENCH_VARIANTS = PE_VARIANTS + ("rpe-learned+untie-cls",)
 
 
 @dataclass
@@ -124,7 +126,7 @@ def bench_vs_hf(cfg: BenchConfig) -> list[dict]:
 def bench_variants(cfg: BenchConfig, bf16: bool = True) -> list[dict]:
     batch = mlm_batch(cfg)
     torch.manual_seed(0)
-    steppers = {v: Stepper(pe_model(cfg, v), batch, bf16) for v in PE_VARIANTS}
+    steppers = {v: Stepper(pe_model(cfg, v), batch, bf16) for v in BENCH_VARIANTS}
     med = race(steppers, cfg.rounds)
     return [{"seq": cfg.seq, "variant": v, "ms_per_step": 1000 * t, "relative_to_ape_learned": t / med["ape-learned"]}
             for v, t in med.items()]

@@ -167,6 +167,8 @@ class SelfAttention(nn.Module):
         if relative is not None:
             q, k = relative.rotate(q, k)  # (B, h, n, d) each
             bias = relative.bias(q, k)  # (B, h, n, n) or None
+            if bias is not None:
+                bias = relative.untied(bias)  # (B, h, n, n)
         if bias is not None:
             mask = bias if mask is None else mask + bias  # (B, h, n, n)
         if mask is not None:
@@ -267,6 +269,7 @@ class PEBertModel(PEBertPreTrainedModel):
             mask = torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(~keep, torch.finfo(dtype).min)
         static = self.relative.static_bias(n, n, self.device) if isinstance(self.relative, RelativePE) else None
         if static is not None:
+            static = self.relative.untied(static)  # (h, n, n)
             mask = static if mask is None else mask + static  # (B, h, n, n)
         return mask
 

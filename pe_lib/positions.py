@@ -26,6 +26,9 @@ Choices the paper leaves open, and what this module does (each is a config field
   NEZHA's ``[sin(w m), cos(w m)]`` is the ``False`` setting.
 * RPE vectors are per layer (Shaw et al.), shared by the heads, and sized like one head.
 * Huang et al. 2020's key-side term ``k_j . r_{i-j}`` (HF v4 ``relative_key_query``): ``rpe_key_query``.
+
+A score-bias variant may also carry the modifier ``untie-cls`` (e.g. ``"rpe-learned+untie-cls"``):
+TUPE's untying of ``[CLS]`` from positions (Ke et al. 2021), see :class:`UntiedCLS`.
 """
 from __future__ import annotations
 
@@ -57,14 +60,16 @@ def register(name: str):
 
 @dataclass(frozen=True)
 class Variant:
-    """A parsed variant name: at most one absolute PE, at most one relative kind."""
+    """A parsed variant name: at most one absolute PE, at most one relative kind, and whether
+    [CLS] is untied from the relative score bias."""
 
     absolute: str | None
     relative: str | None
+    untie_cls: bool = False
 
     @property
     def name(self) -> str:
-        parts = [p for p in (self.absolute, self.relative) if p]
+        parts = [p for p in (self.absolute, self.relative) if p] + ([UNTIE_CLS] if self.untie_cls else [])
         return "+".join(parts) if parts else "none"
 
 
@@ -73,12 +78,15 @@ def parse_variant(name: str) -> Variant:
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"variant must be a non-empty string; valid basic names: {', '.join(PE_VARIANTS)}")
     parts = [p.strip() for p in name.split("+")]
-    unknown = [p for p in parts if p not in _REGISTRY]
+    unknown = [p for p in parts if p not in _REGISTRY and p != UNTIE_CLS]
     if unknown:
         raise ValueError(
             f"unknown position embedding {unknown[0]!r} in {name!r}; "
-            f"valid basic names: {', '.join(PE_VARIANTS)} (combine one ape-* with one relative kind by '+')"
+            f"valid basic names: {', '.join(PE_VARIANTS)} (combine one ape-* with one relative kind by '+', "
+            f"and add '+{UNTIE_CLS}' to a score-bias kind)"
         )
+    if UNTIE_CLS in parts:
+        return _with_untied_cls(name, [p for p in parts if p != UNTIE_CLS])
     if "none" in parts:
         if len(parts) > 1:
             raise ValueError(f"'none' cannot be combined with other position embeddings (got {name!r})")
@@ -92,11 +100,29 @@ def parse_variant(name: str) -> Variant:
     return Variant(absolutes[0] if absolutes else None, relatives[0] if relatives else None)
 
 
-def all_variants() -> list[str]:
-    """Every valid variant name: the basic ones and every APE+relative combination."""
+def _with_untied_cls(name: str, parts: list[str]) -> Variant:
+    """``parts + untie-cls``: only a relative kind that adds a score bias can be untied."""
+    biases = _bias_kinds()
+    base = parse_variant("+".join(parts)) if parts else Variant(None, None)
+    if base.relative not in biases:
+        raise ValueError(f"{UNTIE_CLS!r} unties [CLS] from a relative score bias, so {name!r} needs one of "
+                         f"{', '.join(biases)}")
+    return Variant(base.absolute, base.relative, untie_cls=True)
+
+
+def all_variants(untied: bool = False) -> list[str]:
+    """Every valid variant name: the basic ones and every APE+relative combination (``untied``:
+    also every score-bias variant with ``+untie-cls``)."""
     absolutes = [n for n, c in _REGISTRY.items() if c.integration == "input"]
     relatives = [n for n, c in _REGISTRY.items() if c.integration not in ("input", "none")]
-    return list(PE_VARIANTS) + [f"{a}+{r}" for a in absolutes for r in relatives]
+    names = list(PE_VARIANTS) + [f"{a}+{r}" for a in absolutes for r in relatives]
+    if untied:
+        names += [f"{n}+{UNTIE_CLS}" for n in names if parse_variant(n).relative in _bias_kinds()]
+    return names
+
+
+def _bias_kinds() -> list[str]:
+    return [n for n, c in _REGISTRY.items() if c.integration == "bias"]
 
 
 # ----------------------------------------------------------------------------- shared maths
@@ -174,7 +200,15 @@ class AbsolutePE(PositionEmbedding):
 
 class RelativePE(PositionEmbedding):
     """Enters attention. Subclasses override ``rotate`` (q/k rotation), ``bias`` (content-dependent
-    score bias, per layer) or ``static_bias`` (content-independent, computed once per forward)."""
+    score bias, per layer) or ``static_bias`` (content-independent, computed once per forward).
+    ``untie`` (an :class:`UntiedCLS`, or None) rewrites the [CLS] row and column of either bias."""
+
+    def __init__(self):
+        super().__init__()
+        self.untie: UntiedCLS | None = None
+
+    def untied(self, bias: torch.Tensor) -> torch.Tensor:
+        return bias if self.untie is None else self.untie(bias)
 
     def rotate(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return q, k
@@ -403,6 +437,43 @@ class T5Bias(RelativePE):
         return self.weight[self.buckets(relative)].permute(2, 0, 1)  # (h, nq, nk)
 
 
+# ----------------------------------------------------------------------------- [CLS] untying
+
+UNTIE_CLS = "untie-cls"
+
+
+class UntiedCLS(PositionEmbedding):
+    """TUPE's [CLS] untying (Ke et al. 2021): [CLS] sits at position 0 of every input but is not a
+    word of the sentence, so relating it to the others by offset ties it to the first word. Its
+    row and column of the relative bias are reset:
+
+        b'_0j = theta_1   (every j: what [CLS] attends to)
+        b'_i0 = theta_2   (i > 0: how much each word attends to [CLS])
+        b'_ij = b_ij      otherwise
+
+    with learned scalars per head. TUPE's theta_1 is the same for the whole row, which softmax
+    ignores (its gradient is zero), so it is fixed at 0 here; ``theta`` holds theta_2, shape (h,),
+    starting at 0. Built with a score-bias PE (``rpe-*``, ``alibi``, ``t5-bias``) by ``+untie-cls``;
+    one per relative module (per layer for ``rpe-*``, shared for ``alibi`` and ``t5-bias``)."""
+
+    integration = "modifier"
+
+    def __init__(self, config):
+        super().__init__()
+        self.theta = nn.Parameter(torch.empty(config.num_attention_heads))  # (h,)
+        self.reset_tensors()
+
+    def reset_tensors(self):
+        init.zeros_(self.theta)
+
+    def forward(self, bias: torch.Tensor) -> torch.Tensor:  # (..., h, nq, nk) -> same
+        nq, nk = bias.shape[-2:]
+        is_cls_row = (torch.arange(nq, device=bias.device) == 0)[:, None]  # (nq, 1)
+        is_cls_col = (torch.arange(nk, device=bias.device) == 0)[None, :]  # (1, nk)
+        theta = self.theta.to(bias.dtype)[:, None, None]  # (h, 1, 1)
+        return torch.where(is_cls_row, 0.0, torch.where(is_cls_col, theta, bias))  # (..., h, nq, nk)
+
+
 # ----------------------------------------------------------------------------- rotary
 
 
@@ -439,10 +510,13 @@ def build_absolute(variant: Variant, config) -> AbsolutePE | None:
 
 
 def build_relative(variant: Variant, config) -> nn.Module | None:
-    """One module shared by the layers, or a ModuleList with one per layer (``per_layer`` classes)."""
+    """One module shared by the layers, or a ModuleList with one per layer (``per_layer`` classes),
+    each with its own :class:`UntiedCLS` when the variant unties [CLS]."""
     if variant.relative is None:
         return None
     cls = _REGISTRY[variant.relative]
-    if cls.per_layer:
-        return nn.ModuleList(cls(config) for _ in range(config.num_hidden_layers))
-    return cls(config)
+    modules = [cls(config) for _ in range(config.num_hidden_layers if cls.per_layer else 1)]
+    if variant.untie_cls:
+        for module in modules:
+            module.untie = UntiedCLS(config)
+    return nn.ModuleList(modules) if cls.per_layer else modules[0]

@@ -1,4 +1,4 @@
-r"""Tables, summaries and verdicts for the book's result chapters (03-08).
+r"""Tables, summaries and verdicts for the book's result chapters (03-08, 12).
 
 The notebooks read artifacts with :class:`pe_lib.experiments.runner.Runner` and plot; everything
 in between that is more than a line lives here, on plain data (payload dicts, data frames), so
@@ -606,6 +606,57 @@ def paper_claims(classification: str = "classification", span: str = "span",
               tuple(Comparison(f"{kind}-sin-learned", f"{kind}-sin", column)
                     for kind in ("ape", "rpe") for column in (classification, span)), "most"),
     ]
+
+
+# ----------------------------------------------------------------------------- the [CLS] hypothesis
+
+
+def untying_pairs(variants: Sequence[str]) -> dict[str, str]:
+    """``untied variant -> its tied counterpart`` for every ``+untie-cls`` variant among
+    ``variants`` whose counterpart is there too."""
+    pairs = {}
+    for name in variants:
+        v = parse_variant(name)
+        tied = type(v)(v.absolute, v.relative).name
+        if v.untie_cls and tied in variants:
+            pairs[name] = tied
+    return pairs
+
+
+def _gap_conclusion(gap: float, helps: str, remains: str) -> str:
+    """What untying did to the gap ``reference - tied``, from the two verdicts."""
+    if not gap > 0:
+        return "no gap to close (the tied RPE is not behind)"
+    if helps == SUPPORTED:
+        return "narrows the gap" if remains == SUPPORTED else "closes the gap"
+    if helps == CONTRADICTED:
+        return "widens the gap"
+    return helps  # inconclusive, and why
+
+
+def cls_gap(per_seed: pd.DataFrame, reference: str, pairs: Mapping[str, str], column: str) -> pd.DataFrame:
+    """Does untying [CLS] close the gap between an RPE and the ``reference`` (fully learnable APE)
+    on ``column``? One row per ``untied -> tied`` pair: the three seed means, the gap before
+    (``reference - tied``) and after (``reference - untied``), the share of the gap closed
+    ``(untied - tied) / (reference - tied)`` (NaN when there is no gap), and the verdicts of
+    "untied beats tied" and "the reference still beats untied" (rules of the module docstring)."""
+    def scores(variant):
+        return per_seed.loc[variant, column].to_numpy() if variant in per_seed.index.get_level_values(0) else []
+
+    ref = scores(reference)
+    rows = {}
+    for untied, tied in pairs.items():
+        helps, remains = compare(scores(untied), scores(tied)), compare(ref, scores(untied))
+        mean = {k: float(np.mean(scores(v))) if len(scores(v)) else math.nan
+                for k, v in (("reference", reference), ("tied", tied), ("untied", untied))}
+        gap = mean["reference"] - mean["tied"]
+        verdicts = {key: verdict([r["outcome"]], "all", not math.isnan(r["spread"])) for key, r in
+                    (("untying helps", helps), ("reference still ahead", remains))}
+        rows[untied] = {"tied": tied, f"{reference}": mean["reference"], "tied score": mean["tied"],
+                        "untied score": mean["untied"], "gap before": gap, "gap after": mean["reference"] - mean["untied"],
+                        "share closed": (mean["untied"] - mean["tied"]) / gap if gap > 0 else math.nan, **verdicts,
+                        "conclusion": _gap_conclusion(gap, verdicts["untying helps"], verdicts["reference still ahead"])}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("untied variant")
 
 
 def correlations(indicators: pd.DataFrame, scores: pd.Series | pd.DataFrame,

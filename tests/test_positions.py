@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from pe_lib import PE_VARIANTS, PEBertModel, all_variants, parse_variant
-from pe_lib.positions import ALiBi, T5Bias, clipped_offsets, sinusoid, sinusoid_frequencies
+from pe_lib.positions import ALiBi, T5Bias, UntiedCLS, clipped_offsets, sinusoid, sinusoid_frequencies
 
 REQUIRED = {"none", "ape-learned", "ape-sin", "ape-sin-learned", "rpe-learned", "rpe-sin", "rpe-sin-learned",
             "rope", "alibi", "t5-bias"}
@@ -33,11 +33,55 @@ def test_parse_is_order_free_and_canonical():
         ("alibi+t5-bias", "at most one relative"),
         ("none+ape-sin", "'none' cannot be combined"),
         ("", "non-empty"),
+        ("ape-learned+untie-cls", "needs one of rpe-learned, rpe-sin, rpe-sin-learned, alibi, t5-bias"),
+        ("rope+untie-cls", "untie-cls.*needs one of"),
+        ("untie-cls", "needs one of"),
+        ("untie-clss+alibi", "add '\\+untie-cls' to a score-bias kind"),
     ],
 )
 def test_bad_names_are_refused_with_the_valid_choices(name, message):
     with pytest.raises(ValueError, match=message):
         parse_variant(name)
+
+
+def test_untie_cls_is_a_modifier_of_score_bias_variants():
+    assert parse_variant("untie-cls+rpe-learned+ape-sin").name == "ape-sin+rpe-learned+untie-cls"
+    assert parse_variant("alibi+untie-cls").untie_cls and not parse_variant("alibi").untie_cls
+    untied = [n for n in all_variants(untied=True) if n.endswith("+untie-cls")]
+    assert len(untied) == 5 * 4  # 5 score-bias kinds, alone or with one of 3 APEs
+    assert all(parse_variant(n).name == n for n in untied)
+    assert "untie-cls" not in PE_VARIANTS
+
+
+def test_untied_cls_resets_the_cls_row_and_column(make_config):
+    untie = UntiedCLS(make_config(num_attention_heads=2))
+    with torch.no_grad():
+        untie.theta.copy_(torch.tensor([3.0, 4.0]))  # theta_2 per head
+    bias = torch.randn(5, 2, 6, 6)  # (B, h, n, n)
+    out = untie(bias)
+    assert torch.equal(out[:, :, 0, :], torch.zeros(5, 2, 6))
+    assert torch.equal(out[:, :, 1:, 0], torch.tensor([3.0, 4.0])[None, :, None].expand(5, 2, 5))
+    assert torch.equal(out[:, :, 1:, 1:], bias[:, :, 1:, 1:])
+
+
+@pytest.mark.parametrize("variant", ["alibi", "t5-bias", "rpe-learned"])
+def test_untied_cls_sees_no_word_order(variant, make_config):
+    """One layer, no APE: with [CLS] untied its output cannot depend on the order of the other
+    words (its bias row is a constant); with the relative bias it does."""
+    ids = torch.tensor([[1, 7, 8, 9, 10, 11]])
+    shuffled = torch.tensor([[1, 10, 8, 11, 7, 9]])
+    outputs = {}
+    for name in (variant, f"{variant}+untie-cls"):
+        torch.manual_seed(0)
+        model = PEBertModel(make_config(name, num_hidden_layers=1)).eval()
+        with torch.no_grad():  # visible position terms (theta included), not the small init
+            for parameter in model.relative.parameters():
+                parameter.normal_()
+        with torch.no_grad():
+            a, b = (model(x).last_hidden_state[0, 0] for x in (ids, shuffled))
+        outputs[name] = (a - b).abs().max().item()
+    assert outputs[f"{variant}+untie-cls"] < 1e-5
+    assert outputs[variant] > 1e-4
 
 
 def test_sinusoid_dot_product_is_sum_of_cosines():

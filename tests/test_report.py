@@ -300,3 +300,38 @@ def test_chapter_tasks_keeps_the_chapters_kind_and_refuses_the_other():
         report.chapter_tasks(["cola"], [], span=True)
     with pytest.raises(ValueError, match="unknown task"):
         report.chapter_tasks(["glue"], [], span=False)
+
+
+def test_untying_pairs_need_both_sides():
+    names = ["ape-learned", "rpe-learned", "rpe-learned+untie-cls", "alibi+untie-cls"]
+    assert report.untying_pairs(names) == {"rpe-learned+untie-cls": "rpe-learned"}
+
+
+def _per_seed(scores: dict[str, list[float]], column: str = "classification") -> pd.DataFrame:
+    rows = [(v, s, x) for v, xs in scores.items() for s, x in enumerate(xs)]
+    return pd.DataFrame(rows, columns=["variant", "seed", column]).set_index(["variant", "seed"])
+
+
+@pytest.mark.parametrize("untied, share, conclusion", [
+    ([79.0, 80.0, 81.0], 0.9, "closes the gap"),  # beats tied by 9 > spread 1; 1 behind APE, within spread
+    ([74.0, 75.0, 76.0], 0.4, "narrows the gap"),  # beats tied by 4; still 6 behind APE
+    ([71.0, 71.5, 72.0], 0.05, "inconclusive (differences within the spread)"),
+    ([60.0, 61.0, 62.0], -1.0, "widens the gap"),
+])
+def test_cls_gap_verdicts(untied, share, conclusion):
+    per_seed = _per_seed({"ape-learned": [80.0, 81.0, 82.0], "rpe-learned": [70.0, 71.0, 72.0],
+                          "rpe-learned+untie-cls": untied})
+    row = report.cls_gap(per_seed, "ape-learned", {"rpe-learned+untie-cls": "rpe-learned"}, "classification").iloc[0]
+    assert row["gap before"] == pytest.approx(10.0)
+    assert row["share closed"] == pytest.approx(share)
+    assert row["conclusion"] == conclusion
+
+
+def test_cls_gap_without_a_gap_or_a_spread():
+    pairs = {"rpe-learned+untie-cls": "rpe-learned"}
+    ahead = _per_seed({"ape-learned": [70.0, 71.0], "rpe-learned": [80.0, 81.0], "rpe-learned+untie-cls": [90.0, 91.0]})
+    row = report.cls_gap(ahead, "ape-learned", pairs, "classification").iloc[0]
+    assert row["conclusion"].startswith("no gap") and math.isnan(row["share closed"])
+    one_seed = _per_seed({"ape-learned": [80.0], "rpe-learned": [70.0], "rpe-learned+untie-cls": [79.0]})
+    row = report.cls_gap(one_seed, "ape-learned", pairs, "classification").iloc[0]
+    assert row["conclusion"] == report.NO_SPREAD and row["share closed"] == pytest.approx(0.9)
