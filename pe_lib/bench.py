@@ -5,13 +5,16 @@ machine noise hits all contenders alike, and printed with a description of the m
 
 1. ``hf``: training throughput (tokens/s) of ``PEBertForMaskedLM`` (ape-learned) vs HF
    ``BertForMaskedLM`` with the same configuration, fp32 and bf16 autocast, at each ``--seqs``;
-2. ``variants``: every basic variant's step time (and ``rpe-learned+untie-cls``'s) relative to ``ape-learned`` (bf16), at each ``--seqs``;
+2. ``variants``: every basic variant's step time (and ``rpe-learned+untie-cls``'s) relative to
+   ``ape-learned`` (bf16), at each ``--seqs``;
 3. ``relative``: the relative-attention term alone, pe_lib's gather vs HF v4's naive
    (n, n, head_dim) einsum: forward+backward time and peak memory, at 128..2048 tokens;
 4. ``mfu``: model FLOPs utilisation: the model FLOPs of a training step of the cpu profile's model
    per second, divided by the matmul peak of this machine in the same dtype, measured here;
 5. ``smoke``: wall time of ``pe-lib run --profile smoke`` end to end and per stage (fresh results
-   and work folders, the data cache reused).
+   and work folders, the data cache reused);
+6. ``profile``: where a training step's time goes (matmuls, dtype casts, dropout's random
+   numbers, other operators, the optimizer), pe_lib and HF, fp32 and bf16, at seq 128.
 
 A training step is forward + backward + AdamW update on an MLM batch with 15% of tokens masked.
 """
@@ -33,7 +36,7 @@ from transformers import BertConfig, BertForMaskedLM
 from pe_lib.model import PEBertConfig, PEBertForMaskedLM
 from pe_lib.positions import PE_VARIANTS
 
-SECTIONS = ("hf", "variants", "relative", "mfu", "smoke")
+SECTIONS = ("hf", "variants", "relative", "mfu", "smoke", "profile")
 #: The basic variants, and one with [CLS] untied (what the modifier costs).
 BENCH_VARIANTS = PE_VARIANTS + ("rpe-learned+untie-cls",)
 
@@ -232,6 +235,83 @@ def bench_mfu(profile_name: str = "cpu", batch: int = 32, rounds: int = 5) -> li
     return rows
 
 
+# ----------------------------------------------------------------------------- 6: where the time goes (profile)
+
+#: Operator -> category of the time breakdown (an operator not listed is "elementwise, norms, softmax").
+OP_CATEGORIES = {
+    "matmul": ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_scaled_dot_product_flash_attention_for_cpu",
+               "aten::_scaled_dot_product_flash_attention_for_cpu_backward"),
+    "copies and dtype casts": ("aten::copy_", "aten::_to_copy"),
+    "dropout random numbers": ("aten::uniform_", "aten::bernoulli_"),
+}
+OTHER = "elementwise, norms, softmax"
+
+
+def op_shares(stepper: Stepper) -> dict[str, float]:
+    """Share of the forward+backward operators' self CPU time by category (torch.profiler; shares,
+    because the profiler's overhead inflates absolute times)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        with torch.autocast("cpu", dtype=torch.bfloat16) if stepper.bf16 else nullcontext():
+            loss = stepper.model(**stepper.batch).loss
+        loss.backward()
+    stepper.optimizer.zero_grad(set_to_none=True)
+    us = dict.fromkeys([*OP_CATEGORIES, OTHER], 0.0)
+    for event in prof.key_averages():
+        us[next((c for c, ops in OP_CATEGORIES.items() if event.key in ops), OTHER)] += event.self_cpu_time_total
+    total = sum(us.values())
+    return {k: v / total for k, v in us.items()}
+
+
+def step_matmuls(cfg: BenchConfig, mask_fraction: float = 0.15) -> list[tuple[int, int, int, int]]:
+    """The matmuls of one pe_lib training step as (count, m, k, n): forward and, for each, the two
+    backward matmuls of the same size (dX = dY W, dW = dY^T X). Per layer: q/k/v, output and the
+    two feed-forward projections over all tokens, q.k and attention.v per head; the sparse MLM head
+    (transform and tied decoder) over the masked tokens only."""
+    tokens, masked, H, I, V, n = cfg.batch * cfg.seq, round(mask_fraction * cfg.batch * cfg.seq), cfg.hidden, 4 * cfg.hidden, cfg.vocab, cfg.seq
+    d, heads = cfg.hidden // cfg.heads, cfg.batch * cfg.heads
+    per_layer = [(1, tokens, H, 3 * H), (1, tokens, H, H), (1, tokens, H, I), (1, tokens, I, H),
+                 (heads, n, d, n), (heads, n, n, d)]
+    shapes = [(cfg.layers * c, m, k, n_) for c, m, k, n_ in per_layer] + [(1, masked, H, H), (1, masked, H, V)]
+    return [(3 * c, m, k, n_) for c, m, k, n_ in shapes]
+
+
+def matmul_floor(cfg: BenchConfig, bf16: bool, repeats: int = 3) -> float:
+    """Seconds that the matmuls of one pe_lib training step take alone, each shape timed on its own
+    (best of ``repeats``) in the step's dtype: no step with these kernels can be faster."""
+    dtype = torch.bfloat16 if bf16 else torch.float32
+    total = 0.0
+    for count, m, k, n in step_matmuls(cfg):
+        a, b = torch.randn(m, k, dtype=dtype), torch.randn(k, n, dtype=dtype)
+        a @ b
+        best = math.inf
+        for _ in range(repeats):
+            start = time.perf_counter()
+            a @ b
+            best = min(best, time.perf_counter() - start)
+        total += count * best
+    return total
+
+
+def bench_profile(cfg: BenchConfig) -> list[dict]:
+    """What bounds the speed-up over HF, fp32 and bf16: each model's step time (raced, no profiler),
+    its operator-time shares (profiler), and pe_lib's matmul floor; ``max_speedup`` = HF's step
+    time / pe_lib's matmul floor is the most any pe_lib step could gain with these matmul kernels."""
+    rows = []
+    for bf16 in (False, True):
+        batch = mlm_batch(cfg)
+        torch.manual_seed(0)
+        steppers = {"pe_lib": Stepper(pe_model(cfg, "ape-learned"), batch, bf16), "hf": Stepper(hf_model(cfg), batch, bf16)}
+        step_s = race(steppers, cfg.rounds)
+        floor = matmul_floor(cfg, bf16)
+        for name, stepper in steppers.items():
+            rows.append({"seq": cfg.seq, "dtype": "bf16" if bf16 else "fp32", "model": name, "step_ms": 1e3 * step_s[name],
+                         **({"matmul_floor_ms": 1e3 * floor, "max_speedup": step_s["hf"] / floor} if name == "pe_lib" else {}),
+                         "shares": op_shares(stepper)})
+    return rows
+
+
 # ----------------------------------------------------------------------------- 5: smoke pipeline
 
 
@@ -260,16 +340,18 @@ TARGETS = (
 
 
 def targets(result: dict) -> list[dict]:
-    """Each target with the measured value (the worst matching row) and whether it is met."""
+    """Each target with the measured value (the worst matching row), whether it is met, and for a
+    missed one how far it is short, relative to the threshold."""
     rows = []
     for name, section, where, key, op, threshold in TARGETS:
         values = [r[key] for r in result.get(section, []) if all(r.get(k) == v for k, v in where.items())]
         if not values:
-            rows.append({"target": name, "threshold": f"{op} {threshold:g}", "measured": None, "met": None})
+            rows.append({"target": name, "threshold": f"{op} {threshold:g}", "measured": None, "met": None, "short by": None})
             continue
         value = min(values) if op == ">=" else max(values)
         met = value >= threshold if op == ">=" else value <= threshold
-        rows.append({"target": name, "threshold": f"{op} {threshold:g}", "measured": value, "met": bool(met)})
+        short = None if met else abs(value - threshold) / threshold
+        rows.append({"target": name, "threshold": f"{op} {threshold:g}", "measured": value, "met": bool(met), "short by": short})
     return rows
 
 
@@ -290,6 +372,10 @@ def report(result: dict) -> None:
     for r in result.get("mfu", []):
         print(f"[mfu]      {r['profile']} model {r['dtype']}: {r['tokens_per_s']:.0f} tok/s, {r['achieved_tflops']:.3f} of"
               f" {r['peak_tflops']:.3f} TFLOP/s peak = MFU {100 * r['mfu']:.1f}%")
+    for r in result.get("profile", []):
+        shares = ", ".join(f"{k} {100 * v:.0f}%" for k, v in r["shares"].items())
+        floor = f", matmul floor {r['matmul_floor_ms']:.0f} ms (max speed-up {r['max_speedup']:.2f}x)" if "max_speedup" in r else ""
+        print(f"[profile]  seq {r['seq']} {r['dtype']} {r['model']:6s}: {r['step_ms']:.0f} ms/step{floor}; {shares}")
     if "smoke" in result:
         print("[smoke]    " + ", ".join(f"{k} {v:.1f}" for k, v in result["smoke"].items()))
 
@@ -312,6 +398,8 @@ def main(argv: list[str] | None = None) -> int:
             result.setdefault("hf", []).extend(bench_vs_hf(cfg))
         if "variants" in args.sections:
             result.setdefault("variants", []).extend(bench_variants(cfg))
+    if "profile" in args.sections:
+        result["profile"] = bench_profile(BenchConfig(seq=128, batch=32))
     if "relative" in args.sections:
         result["relative"] = bench_relative()
     if "mfu" in args.sections:

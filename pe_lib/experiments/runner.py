@@ -2,7 +2,8 @@
 
 For each variant: pretraining (resumable, checkpoints in the work folder), the analysis of its
 position embeddings at initialisation and after pretraining (proximity matrices, probing attention,
-indicators, learned frequencies), and fine-tuning on every task and seed of the profile. Each result
+indicators, learned frequencies), the MLM loss at multiples of the pretraining length (length
+extrapolation), and fine-tuning on every task and seed of the profile. Each result
 is an artifact keyed by the hash of everything that produced it; a notebook asks ``Runner.ensure_*``
 and gets plain data back.
 """
@@ -22,15 +23,17 @@ from tqdm.auto import tqdm
 
 from pe_lib.experiments.profiles import Profile
 from pe_lib.experiments.store import Artifact, Store
+from pe_lib.extrapolation import BUCKETS_PER_LENGTH, length_extrapolation
 from pe_lib.io import content_key, remove_stale_parts
 from pe_lib.model import PEBertConfig, PEBertForMaskedLM, quiet_transformers
 from pe_lib.positions import OffsetTableRPE, parse_variant
 from pe_lib.probing import identical_word_attention
 from pe_lib.properties import chen_locality, chen_symmetry, indicators
 from pe_lib.training.finetune import finetune
-from pe_lib.training.pretrain import MLMData, make_blocks, pretrain
+from pe_lib.training.pretrain import MLMData, make_blocks, pretrain, use_bf16
 
 ANALYSIS_VERSION = 1
+EXTRAPOLATION_VERSION = 2  # 2: paired changes against the same tokens at 1x
 
 
 def locked(method):
@@ -184,6 +187,33 @@ class Runner:
         self.timings["analysis"] += wall
         return self.store.save(variant, "analysis", config, payload, wall, arrays)
 
+    def extrapolation_config(self, variant: str) -> dict:
+        multipliers = list(self.profile.extrapolation_multipliers)
+        return {"stage": "extrapolation", "version": EXTRAPOLATION_VERSION, "pretrain": Store.key(self.pretrain_config(variant)),
+                "multipliers": multipliers, "lengths": [m * self.profile.seq_len for m in multipliers],
+                "tokens": self.profile.extrapolation_tokens, "seed": self.profile.pretrain.seed,
+                "bucket": max(1, self.profile.seq_len // BUCKETS_PER_LENGTH)}
+
+    @locked
+    def ensure_extrapolation(self, variant: str) -> Artifact:
+        """MLM loss of the pretrained model at each multiple of the pretraining length
+        (:func:`pe_lib.extrapolation.length_extrapolation`; "cannot run" where the PE has too few positions)."""
+        config = self.extrapolation_config(variant)
+        found = self.store.load(variant, "extrapolation", config)
+        if found is not None:
+            return found
+        self.ensure_pretrained(variant)
+        data = self.mlm_data()
+        t0 = time.perf_counter()
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        model = self.trained_model(variant).to(device)
+        payload = length_extrapolation(model, data, config["lengths"], config["tokens"], seed=config["seed"],
+                                       mask_prob=self.profile.pretrain.mask_prob, train_length=self.profile.seq_len,
+                                       bucket=config["bucket"], bf16=use_bf16(self.profile.pretrain.precision, device))
+        wall = time.perf_counter() - t0
+        self.timings["extrapolation"] += wall
+        return self.store.save(variant, "extrapolation", config, payload, wall)
+
     def finetune_config(self, variant: str, task: str, seed: int) -> dict:
         return {"stage": "finetune", "pretrain": Store.key(self.pretrain_config(variant)), "task": task, "seed": seed,
                 "finetune": asdict(replace(self.profile.finetune, seed=seed)), "data": content_key(self.task(task).card),
@@ -215,6 +245,7 @@ class Runner:
         for variant in tqdm(variants, desc=f"profile {self.profile.name}", unit="variant", disable=not self.progress):
             self.ensure_pretrained(variant)
             self.ensure_analysis(variant)
+            self.ensure_extrapolation(variant)
             for task in tasks:
                 for seed in self.profile.seeds:
                     self.ensure_finetuned(variant, task, seed)
@@ -276,6 +307,9 @@ def analyse(model: PEBertForMaskedLM, seq_len: int, probe: dict) -> tuple[dict, 
             if hasattr(rpe, "freqs"):
                 arrays["rpe_freqs"] = np.stack([encoder.relative_for(i).freqs.double().numpy()
                                                 for i in range(encoder.config.num_hidden_layers)])
+        if variant.untie_cls:  # TUPE's words -> [CLS] bias, one (h,) per relative module
+            modules = dict.fromkeys(encoder.relative_for(i) for i in range(encoder.config.num_hidden_layers))
+            arrays["untie_theta"] = np.stack([m.untie.theta.double().numpy() for m in modules])  # (L or 1, h)
     layers = []
     for layer in range(encoder.config.num_hidden_layers):
         attention = identical_word_attention(encoder, layer=layer, **probe)  # (n, n)

@@ -1,4 +1,5 @@
 import dataclasses
+import math
 import warnings
 
 import numpy as np
@@ -11,6 +12,7 @@ from pe_lib.data.tasks import TASKS, Task
 from pe_lib.experiments import runner as runner_module
 from pe_lib.experiments.profiles import SMOKE, get_profile
 from pe_lib.experiments.runner import Runner
+from pe_lib.experiments.store import Store
 from pe_lib.training.pretrain import MLMData, PretrainConfig
 
 WORDS = "good bad film plot the was a cat dog sat".split()
@@ -37,7 +39,7 @@ def profile():
 @pytest.fixture
 def runner(profile, tokenizer, tmp_path, monkeypatch):
     rng = np.random.default_rng(0)
-    blocks = rng.integers(5, len(tokenizer), size=(12, 16))
+    blocks = rng.integers(5, len(tokenizer), size=(16, 16))  # 8 validation rows: 112 tokens, enough for 4 x 16
     blocks[:, 0], blocks[:, -1] = tokenizer.cls_token_id, tokenizer.sep_token_id
     data = MLMData.for_tokenizer(tokenizer, blocks[:8], blocks[8:])
 
@@ -62,7 +64,7 @@ def test_run_computes_everything_once(runner, monkeypatch):
     store = runner.store.root
     assert sorted(p.name for p in store.iterdir() if not p.name.startswith(".")) == ["ape-learned", "rpe-sin-learned"]
     stages = sorted(p.name.rsplit("-", 1)[0] for p in (store / "ape-learned").iterdir())
-    assert stages == ["analysis", "finetune-sst2-seed0", "finetune-sst2-seed1", "pretrain"]
+    assert stages == ["analysis", "extrapolation", "finetune-sst2-seed0", "finetune-sst2-seed1", "pretrain"]
     pretrains, finetunes = count_calls(monkeypatch, "pretrain"), count_calls(monkeypatch, "finetune")
     runner.run()
     assert pretrains == [] and finetunes == [], "a complete store computes nothing"
@@ -77,6 +79,38 @@ def test_artifacts_carry_provenance_and_analysis(runner):
     assert analysis.arrays["init.rpe_freqs"].shape == (2, 4)  # per layer, head_dim / 2
     assert not np.array_equal(analysis.arrays["init.rpe_freqs"], analysis.arrays["trained.rpe_freqs"])
     assert set(analysis.payload["trained"]["probe"][0]) >= {"monotonicity", "chen_locality", "chen_symmetry"}
+
+
+def test_extrapolation_is_an_artifact_reused_and_keyed_apart_from_the_other_stages(runner, profile, monkeypatch):
+    first = runner.ensure_extrapolation("ape-learned")
+    records = first.payload["records"]
+    assert [(r["length"], r["multiplier"], r["status"]) for r in records] == [(16, 1, "ok"), (32, 2, "ok"), (64, 4, "ok")]
+    assert all(math.isfinite(r["loss"]) for r in records) and first.payload["stream_tokens"] == 112
+    assert first.provenance["config"]["pretrain"] == Store.key(runner.pretrain_config("ape-learned"))
+    calls = count_calls(monkeypatch, "length_extrapolation")
+    assert runner.ensure_extrapolation("ape-learned").payload == first.payload and calls == [], "reused, not recomputed"
+
+    runner.ensure_analysis("ape-learned")
+    runner.ensure_finetuned("ape-learned", "sst2", 0)
+    other = Runner(dataclasses.replace(profile, extrapolation_multipliers=(1, 2), extrapolation_tokens=64),
+                   runner.store.root.parent, runner.work, progress=False, tokenizer=runner.tokenizer, data=runner.mlm_data())
+    computed = [count_calls(monkeypatch, name) for name in ("pretrain", "analyse", "finetune")]
+    other.ensure_pretrained("ape-learned")
+    other.ensure_analysis("ape-learned")
+    other.ensure_finetuned("ape-learned", "sst2", 0)
+    assert computed == [[], [], []], "other stages keep their keys when only the extrapolation settings change"
+    changed = other.ensure_extrapolation("ape-learned")
+    assert changed.folder != first.folder and [r["length"] for r in changed.payload["records"]] == [16, 32]
+
+
+def test_extrapolation_reports_lengths_a_learned_ape_cannot_encode(runner, profile):
+    short = dataclasses.replace(profile, model=dict(profile.model, max_position_embeddings=32))
+    other = Runner(short, runner.store.root.parent, runner.work, progress=False, tokenizer=runner.tokenizer,
+                   data=runner.mlm_data())
+    records = other.ensure_extrapolation("ape-learned").payload["records"]
+    assert [r["status"] for r in records] == ["ok", "ok", "cannot run"]
+    assert "position 63 is beyond the maximum of 32 positions" in records[2]["reason"]
+    assert [r["status"] for r in other.ensure_extrapolation("rpe-sin-learned").payload["records"]] == ["ok"] * 3
 
 
 def test_changed_config_means_a_new_key(runner, profile):

@@ -1,0 +1,316 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# (extrapolation)=
+# # Length extrapolation
+#
+# Every model of this book is pretrained on inputs of one length. Can it read longer ones? The
+# answer depends on the position embedding, and it is where absolute and relative embeddings
+# differ most plainly:
+#
+# * a **fully learnable APE** {cite}`gehring2017convolutional,devlin2019bert` has one vector per
+#   position up to `max_position_embeddings`. Beyond that the model cannot encode the input at
+#   all; between the pretraining length and that maximum the vectors exist but were never trained;
+# * a **sinusoidal APE** {cite}`vaswani2017attention` is defined at every position, and
+#   $\langle p_x, p_y\rangle = \sum_i \cos(w_i (x - y))$ depends only on the offset
+#   ({ref}`sinusoid`): its dot products are translation invariant, which is why Vaswani et al.
+#   hoped it would "extrapolate to sequence lengths longer than the ones encountered during
+#   training". The vectors themselves, added to the word embeddings, are not invariant, and the
+#   model has only seen the first positions;
+# * an **RPE** {cite}`shaw2018self,wei2019nezha` depends only on the offset $i - j$, clipped to
+#   $[-k, k]$, so a longer input brings no offset the model has not seen. {cite:t}`wang2021position`
+#   argue that translation invariance is one of the properties that help; here it is put to a
+#   test it should pass by construction;
+# * **ALiBi** {cite}`press2022train` ("train short, test long") claims that a fixed linear
+#   distance penalty lets a language model extrapolate; **T5's bias** {cite}`raffel2020exploring`
+#   puts all long offsets into one bucket; **RoPE** {cite}`su2021roformer` rotates queries and
+#   keys by angles the model has seen only up to the pretraining length.
+#
+# This chapter measures it: the masked-language-model loss of every pretrained model of the
+# profile on the same validation text cut into inputs of 1, 2 and 4 times the pretraining length.
+# ALiBi's claim is about left-to-right language models; these are bidirectional masked language
+# models, a different setting.
+
+# %% tags=["hide-cell"]
+import sys
+
+if "google.colab" in sys.modules:  # on Colab: install pe_lib from the repository first
+    import subprocess
+
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "pe-lib @ git+https://github.com/pe-book/pe-lib"],
+        check=True,
+    )
+
+import math
+import warnings
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
+
+from pe_lib import book, extrapolation, report
+from pe_lib.positions import parse_variant
+
+book.record_names(globals())
+
+# %% [markdown]
+# ## Parameters
+#
+# `profile` chooses the artifacts (`results/<profile>/`); `variants` restricts the chapter to some
+# position embeddings (empty: all of the profile's). The lengths and the number of validation
+# tokens are fields of the profile (`extrapolation_multipliers`, `extrapolation_tokens`).
+
+# %% tags=["parameters"]
+profile: str = "smoke"  # results profile (smoke, cpu or gpu)
+variants: list[str] = []  # position embeddings to show; empty: the profile's
+results: str = "results"  # folder of the artifact store
+
+# %%
+params = book.check_notebook_parameters(globals())
+runner = report.open_runner(profile, results)
+names = report.resolve_variants(variants, runner.profile.variants)  # raises on an unknown variant
+book.glue("profile_name", profile)
+book.glue("n_variants", len(names))
+pd.DataFrame({"value": params})
+
+# %%
+artifacts = {name: runner.ensure_extrapolation(name) for name in names}
+payloads = {name: a.payload for name, a in artifacts.items()}
+first = next(iter(payloads.values()))
+config = next(iter(artifacts.values())).provenance["config"]
+lengths = [r["length"] for r in first["records"]]
+book.glue("train_length", first["train_length"])
+book.glue("lengths", ", ".join(map(str, lengths[:-1])) + f" and {lengths[-1]}" if len(lengths) > 1 else str(lengths[0]))
+book.glue("max_positions", runner.profile.model["max_position_embeddings"])
+book.glue("stream_tokens", first["stream_tokens"])
+book.glue("scored_tokens", first["scored_tokens"])
+book.glue("bucket", first["bucket"])
+book.glue("precision", ", ".join(sorted({p["precision"] for p in payloads.values()})))
+book.glue("seed", config["seed"])
+book.glue("mask_percent", 100 * runner.profile.pretrain.mask_prob)
+book.glue("wall_s", sum(a.provenance["wall_s"] for a in artifacts.values()))
+
+# %% [markdown]
+# ## How the loss is measured
+#
+# The first {glue:text}`stream_tokens` tokens of the validation text are masked once with the
+# pretraining rule ({glue:text}`mask_percent:g`% of the tokens chosen, of those 80% replaced by
+# [MASK], 10% by a random token, 10% kept; seed {glue:text}`seed`) and then cut into
+# `[CLS] ... [SEP]` inputs of
+# {glue:text}`lengths` tokens (the pretraining length is {glue:text}`train_length`; learned
+# absolute embeddings have {glue:text}`max_positions` positions). At every length the same
+# {glue:text}`scored_tokens` masked tokens are scored, so the lengths differ only in how much
+# context each token sees and at which position it sits. The loss is the mean cross-entropy over
+# those tokens (nats; perplexity $= e^{\text{loss}}$), computed in {glue:text}`precision` like the
+# pretraining; `pe_lib.extrapolation` gives the equations. Computing it took
+# {glue:text}`wall_s:.1f` s for all {glue:text}`n_variants` variants.
+#
+# ## Loss at each length
+
+# %%
+table = extrapolation.loss_table(payloads)
+multipliers = list(table["loss"].columns)
+if "1x" not in multipliers:
+    raise ValueError(f"this chapter compares with the pretraining length: the profile's extrapolation_multipliers "
+                     f"must include 1, got {multipliers}")
+longest = multipliers[-1]
+delta = table[("loss", longest)] - table[("loss", "1x")]
+shown = pd.concat([table["loss"].add_prefix("loss "), delta.rename(f"change {longest} - 1x"),
+                   table["perplexity"].add_prefix("perplexity ")], axis=1)
+formats = {c: "{:,.1f}" if c.startswith("perplexity") else "{:+.3f}" if c.startswith("change") else "{:.3f}"
+           for c in shown.columns}
+shown.style.format(formats, na_rep="cannot run").set_table_attributes('class="dataframe"')
+
+# %% [markdown]
+# A cell reads **cannot run** where the model cannot encode an input of that length: its learned
+# absolute embedding has no vector for the last positions. The error each such model raised is
+# listed below (the table is empty when every variant ran at every length).
+
+# %%
+reasons = extrapolation.cannot_run(payloads)
+book.glue("n_cannot_run", reasons["variant"].nunique())
+book.glue("cannot_run_list", ", ".join(dict.fromkeys(reasons["variant"])) or "none")
+reasons.style.hide(axis="index").set_table_attributes('class="dataframe"')
+
+# %%
+change = extrapolation.degradation(table)  # loss at the longest length - loss at 1x, smallest first
+ranked_1x = table[("loss", "1x")].dropna().sort_values()
+book.glue("longest", longest)
+book.glue("best_1x", str(ranked_1x.index[0]))
+book.glue("best_1x_loss", ranked_1x.iloc[0])
+book.glue("n_all_lengths", len(change))
+book.glue("least_change_variant", str(change.index[0]) if len(change) else "none")
+book.glue("least_change", change.iloc[0] if len(change) else math.nan)
+book.glue("most_change_variant", str(change.index[-1]) if len(change) else "none")
+book.glue("most_change", change.iloc[-1] if len(change) else math.nan)
+
+
+def change_text(variant: str, at: str = longest) -> str:
+    """The change of ``variant``'s loss from 1x to ``at`` in nats, or why there is none."""
+    if variant not in table.index:
+        return "not run"
+    value = table.loc[variant, ("loss", at)] - table.loc[variant, ("loss", "1x")]
+    return "cannot run" if math.isnan(value) else f"{value:+.3f}"
+
+
+def rank_text(variant: str) -> str:
+    """'k of n: change' in the ranking by change to the longest length (1: the smallest)."""
+    if variant not in change.index:
+        return change_text(variant)
+    return f"{list(change.index).index(variant) + 1} of {len(change)}: {change_text(variant)}"
+
+
+book.glue("none_change", change_text("none"))
+for variant in ("alibi", "ape-sin", "rpe-learned", "rope", "t5-bias"):
+    book.glue(f"rank_{variant.replace('-', '_')}", rank_text(variant))
+second = "2x" if "2x" in multipliers else multipliers[min(1, len(multipliers) - 1)]
+book.glue("second", second)
+book.glue("ape_learned_2x_change", change_text("ape-learned", second))
+
+# %% [markdown]
+# Of the {glue:text}`n_all_lengths` variants that ran at every length, the change of the loss
+# from 1x to {glue:text}`longest` is smallest for **{glue:text}`least_change_variant`**
+# ({glue:text}`least_change:+.3f` nats) and largest for **{glue:text}`most_change_variant`**
+# ({glue:text}`most_change:+.3f`). BERT without position embedding, whose loss can change only
+# through the longer context, changed by {glue:text}`none_change`: the yardstick for what a
+# position embedding adds. Ranked by their change (1: the smallest; then the change in nats):
+# ALiBi {glue:text}`rank_alibi`, sinusoidal APE {glue:text}`rank_ape_sin`, fully learnable RPE
+# {glue:text}`rank_rpe_learned`, RoPE {glue:text}`rank_rope`, T5's bias {glue:text}`rank_t5_bias`.
+# Fully learnable APE, at {glue:text}`second` the pretraining length, where its positions past
+# the pretraining length were never trained, changed by {glue:text}`ape_learned_2x_change`;
+# {glue:text}`n_cannot_run` variants
+# ({glue:text}`cannot_run_list`) cannot run at every length. At the pretraining length the
+# lowest loss is {glue:text}`best_1x`'s ({glue:text}`best_1x_loss:.3f`).
+# {numref}`fig-extrapolation-lengths` draws the table.
+
+# %%
+sns.set_theme(style="whitegrid", context="notebook")
+palette = dict(zip(names, sns.color_palette("tab20", len(names))))
+long = table["loss"].reset_index().melt(id_vars="variant", var_name="length", value_name="loss")
+long["multiplier"] = long["length"].str.rstrip("x").astype(float)
+long["change"] = long["loss"] - long["variant"].map(table[("loss", "1x")])
+fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
+for ax, column, label in zip(axes, ("loss", "change"), ("MLM loss (nats)", "loss - loss at 1x (nats)")):
+    sns.lineplot(long.dropna(subset=[column]), x="multiplier", y=column, hue="variant", palette=palette, marker="o",
+                 markersize=5, ax=ax, legend=column == "change")
+    ax.set(xscale="log", xticks=[float(m.rstrip("x")) for m in multipliers], xticklabels=multipliers,
+           xlabel="input length / pretraining length", ylabel=label)
+    ax.minorticks_off()
+axes[1].axhline(0, color="grey", lw=0.8, ls="--")
+axes[1].legend(fontsize="x-small", loc="center left", bbox_to_anchor=(1.01, 0.5))
+book.glue("fig_lengths", fig)
+plt.close(fig)
+
+# %% [markdown]
+# ```{glue:figure} fig_lengths
+# :alt: MLM loss against input length (1x, 2x, 4x the pretraining length), one line per variant
+# :name: fig-extrapolation-lengths
+#
+# Masked-language-model loss of every variant of profile {glue:text}`profile_name` on inputs of
+# 1x, 2x and 4x the pretraining length ({glue:text}`lengths` tokens), the same scored tokens at
+# every length. Left: the loss; right: its change from 1x. A line that stops early belongs to a
+# variant that cannot run at the longer lengths.
+# ```
+#
+# ## Where the loss grows
+#
+# An input of {glue:text}`longest` the pretraining length holds tokens at positions the model has
+# seen in pretraining and tokens beyond them. {numref}`fig-extrapolation-positions` shows, at the
+# longest length and in buckets of {glue:text}`bucket` positions, the loss (top) and its change
+# against the same tokens at 1x (bottom). The change compares each token with itself, so what
+# the tokens themselves contribute cancels out and only the effect of the longer input and of
+# the position remains; bands are ± one standard error (tokens counted as independent).
+
+# %%
+buckets = extrapolation.bucket_frame(payloads)
+
+
+def family(variant: str) -> str:
+    """The panel of a variant: what kind of position information it has."""
+    parsed = parse_variant(variant)
+    if parsed.relative is None:
+        return "no PE or APE only"
+    if parsed.absolute is not None:
+        return "APE + relative"
+    return "RPE (Shaw / NEZHA)" if parsed.relative.startswith("rpe-") else "RoPE, ALiBi, T5 bias"
+
+
+panels = [f for f in ("no PE or APE only", "RPE (Shaw / NEZHA)", "APE + relative", "RoPE, ALiBi, T5 bias")
+          if f in set(map(family, buckets["variant"]))]
+fig, axes = plt.subplots(2, max(1, len(panels)), figsize=(4.2 * max(1, len(panels)) + 1.5, 7.5), sharex=True,
+                         sharey="row", constrained_layout=True, squeeze=False)
+for column, panel in enumerate(panels):
+    for row, (value, label) in enumerate((("loss", "MLM loss (nats)"), ("change", "loss - same tokens at 1x (nats)"))):
+        ax = axes[row, column]
+        for variant, part in buckets[buckets["variant"].map(family) == panel].groupby("variant", sort=False):
+            spread = part["se" if value == "loss" else "change_se"]
+            ax.plot(part["centre"], part[value], marker="o", markersize=3, color=palette[variant], label=variant)
+            ax.fill_between(part["centre"], part[value] - spread, part[value] + spread, color=palette[variant],
+                            alpha=0.2, lw=0)
+        ax.axvline(first["train_length"] - 0.5, color="grey", lw=0.8, ls="--")
+        if value == "change":
+            ax.axhline(0, color="grey", lw=0.8)
+        ax.set(title=panel if row == 0 else "", xlabel="position in the input" if row else "",
+               ylabel=label if column == 0 else "")
+    axes[0, column].legend(fontsize="x-small", loc="best")
+book.glue("fig_positions", fig)
+plt.close(fig)
+
+split = extrapolation.inside_beyond(payloads)
+order = split["change beyond"].dropna().sort_values()
+book.glue("n_split", len(order))
+book.glue("largest_jump_variant", str(order.index[-1]) if len(order) else "none")
+book.glue("largest_jump", order.iloc[-1] if len(order) else math.nan)
+book.glue("smallest_jump_variant", str(order.index[0]) if len(order) else "none")
+book.glue("smallest_jump", order.iloc[0] if len(order) else math.nan)
+book.glue("none_jump", f"{split.loc['none', 'change beyond']:+.3f}" if "none" in split.index else "not run")
+
+# %% [markdown]
+# ```{glue:figure} fig_positions
+# :alt: Loss and its change against 1x by position at the longest input length, one panel per family of position embeddings
+# :name: fig-extrapolation-positions
+#
+# Top: loss by position bucket ({glue:text}`bucket` positions wide) at {glue:text}`longest` the
+# pretraining length, one line per variant that can run there, panels by kind of position
+# embedding. Bottom: the change of the same tokens' loss against 1x. Bands: ± one standard error.
+# Dashed: the pretraining length ({glue:text}`train_length`); to its right lie positions no model
+# saw in pretraining.
+# ```
+#
+# The table sums this up at the longest length: the loss of the tokens inside the pretraining
+# length and beyond it, and the change of each group against the same tokens at 1x. The tokens
+# that moved beyond the pretraining length changed most for {glue:text}`largest_jump_variant`
+# ({glue:text}`largest_jump:+.3f` nats) and least for {glue:text}`smallest_jump_variant`
+# ({glue:text}`smallest_jump:+.3f`), over the {glue:text}`n_split` variants that ran there;
+# without position embedding the change was {glue:text}`none_jump`. Tokens inside also see
+# more context than in pretraining (to their right), so their change need not be zero either.
+
+# %%
+(split.sort_values("change beyond").style.format("{:.3f}", subset=["loss inside", "loss beyond"])
+ .format("{:+.3f}", subset=["change inside", "change beyond"]).format("{:.3f}", subset=["change beyond se"])
+ .set_table_attributes('class="dataframe"'))
+
+# %% [markdown]
+# ```{admonition} The smoke profile
+# :class: warning
+# Under the smoke profile the models are pretrained for a few dozen steps on short inputs and stay
+# close to a unigram guess, so their loss barely depends on the context or on positions: the
+# differences between variants and lengths above are noise and mean nothing. They show that the
+# measurement runs end to end, including the variants that cannot run. The cpu profile
+# (`pe-lib book --profile cpu`) is the reproduction.
+# ```
