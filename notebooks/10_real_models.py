@@ -30,9 +30,9 @@
 # {cite}`wang2024multilingual`.
 #
 # The models most readers know these maps from are BERT {cite}`devlin2019bert`, RoBERTa and
-# GPT-2, whose position embeddings {cite:t}`wang2020position` compared. Users who are online add
-# them with the parameter `hub_models` (e.g. `["bert-base-uncased", "roberta-base", "gpt2"]`);
-# offline they are reported as skipped.
+# GPT-2, whose position embeddings {cite:t}`wang2020position` compared. They are in the `models`
+# parameter by default as hub ids (`bert-base-uncased`, `roberta-base`, `gpt2`): online (e.g. on
+# Colab) they are loaded from the HuggingFace hub, offline they are reported as skipped.
 
 # %% tags=["hide-cell"]
 import sys
@@ -62,9 +62,9 @@ book.record_names(globals())
 # %% [markdown]
 # ## Parameters
 #
-# `models` names packaged models (`pe_lib.pretrained_pes.packaged_names()`), `hub_models`
-# HuggingFace ids (online only), `variants` this project's variants (empty: those of `profile`
-# with an APE). Maps and indicators use the first `length` positions of each model (fewer when
+# `models` names packaged models (`pe_lib.pretrained_pes.packaged_names()`, read offline) and
+# HuggingFace ids (any other name: online only, skipped offline), `variants` this project's
+# variants (empty: those of `profile` with an APE). Maps and indicators use the first `length` positions of each model (fewer when
 # a model has fewer); `window` is the largest offset of local monotonicity.
 
 # %% tags=["parameters"]
@@ -72,8 +72,8 @@ profile: str = "smoke"  # results profile of this project's pretrained variants
 results: str = "results"  # folder of the artifact store
 models: list[str] = [
     "all-minilm-l6-v2", "paraphrase-minilm-l3-v2", "all-mpnet-base-v2", "multilingual-e5-small",
-]  # packaged real models (read offline from PyPI packages)
-hub_models: list[str] = []  # hub ids, online only, e.g. ["bert-base-uncased", "roberta-base", "gpt2"]
+    "bert-base-uncased", "roberta-base", "gpt2",
+]  # packaged real models (offline, from PyPI packages) and hub ids (online only)
 variants: list[str] = []  # this project's variants to compare; empty: the profile's with an APE
 length: int = 128  # positions analysed
 window: int = 8  # offsets 1..window for local monotonicity and the near cosine
@@ -82,7 +82,7 @@ window: int = 8  # offsets 1..window for local monotonicity and the near cosine
 params = book.check_notebook_parameters(globals())
 runner = report.open_runner(profile, results)
 names = pes.ape_variants(variants, runner.profile.variants)
-loaded = pes.load_models(models, hub_models)
+loaded = pes.load_models(models)
 real = [m for m in loaded if m.matrix is not None]
 skipped = [m for m in loaded if m.skipped]
 grams = {m.name: pes.gram(m.matrix, length) for m in real}
@@ -94,8 +94,8 @@ book.glue("window", window)
 book.glue("n_real", len(real))
 book.glue("n_project", len(project))
 book.glue("project_positions", min((g.shape[0] for g in project.values()), default=0))
-book.glue("skipped_text", "; ".join(f"{m.name} ({m.skipped})" for m in skipped) if skipped
-          else ("none" if hub_models else "none (no hub model was requested)"))
+book.glue("skipped_text", "; ".join(f"{m.name} ({m.skipped.split(';')[0]})" for m in skipped) if skipped
+          else "none")
 pd.DataFrame({"value": params})
 
 # %% [markdown]

@@ -242,7 +242,7 @@ OP_CATEGORIES = {
     "matmul": ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_scaled_dot_product_flash_attention_for_cpu",
                "aten::_scaled_dot_product_flash_attention_for_cpu_backward"),
     "copies and dtype casts": ("aten::copy_", "aten::_to_copy"),
-    "dropout random numbers": ("aten::uniform_", "aten::bernoulli_"),
+    "dropout random numbers": ("aten::uniform_", "aten::bernoulli_", "aten::random_"),
 }
 OTHER = "elementwise, norms, softmax"
 

@@ -185,9 +185,9 @@ class SelfAttention(nn.Module):
         dropout = self.dropout_p if self.training else 0.0
         probs = None
         if output_attentions or dropout > 0:  # explicit softmax: the probabilities are needed, or dropped out
-            scores = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim)  # (B, h, n, n)
+            scores = (q * (1 / math.sqrt(self.head_dim))) @ k.transpose(-1, -2)  # (B, h, n, n), scaled on the smaller q
             if mask is not None:
-                scores = scores + mask
+                scores = scores.add_(mask)  # (B, h, n, n)
             probs = scores.softmax(-1)  # (B, h, n, n)
             y = dropout_(probs, dropout) @ v  # (B, h, n, d)
         else:  # fused kernel (flash attention where the backend has it)

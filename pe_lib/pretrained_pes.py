@@ -476,19 +476,20 @@ class Loaded:
     skipped: str | None = None
 
 
-def load_models(packaged: Sequence[str], hub_ids: Sequence[str] = (),
-                cache_dir: str | os.PathLike[str] | None = None) -> list[Loaded]:
-    """Every requested model, packaged first then hub; a hub model that cannot be reached is kept
-    as ``skipped`` (e.g. ``"skipped: offline ..."``) instead of failing. Unknown packaged names
-    raise ValueError before anything is read."""
-    models = [get_packaged_model(name) for name in packaged]
-    loaded = [Loaded(m.name, *load_position_matrix(m.name, cache_dir)) for m in models]
-    for hub_id in hub_ids:
+def load_models(names: Sequence[str], cache_dir: str | os.PathLike[str] | None = None) -> list[Loaded]:
+    """Every requested model, in order: a packaged name (:func:`packaged_names`) is read offline,
+    any other name is a HuggingFace id. A hub model that cannot be loaded is kept as ``skipped``
+    (e.g. ``"skipped: offline ..."``, naming the packaged models in case of a typo) instead of failing."""
+    loaded = []
+    for name in names:
+        if name.lower() in PACKAGED_MODELS:
+            loaded.append(Loaded(name, *load_position_matrix(name, cache_dir)))
+            continue
         try:
-            loaded.append(Loaded(hub_id, *load_hub_matrix(hub_id)))
+            loaded.append(Loaded(name, *load_hub_matrix(name)))
         except HubModelUnavailable as exc:
             reason = str(exc).split(": ", 1)[1].split("; fix:")[0]  # "skipped: offline (...)"
-            loaded.append(Loaded(hub_id, skipped=reason))
+            loaded.append(Loaded(name, skipped=f"{reason}; not a packaged model ({', '.join(packaged_names())})"))
     return loaded
 
 
