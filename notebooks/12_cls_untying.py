@@ -103,13 +103,13 @@ seed_list = list(seeds or runner.profile.seeds)
 book.glue("profile_name", profile)
 book.glue("reference", reference)
 book.glue("n_seeds", len(seed_list))
-book.glue("pairs_text", "; ".join(f"`{u}` against `{t}`" for u, t in pairs.items()))
+book.glue("pairs_text", "; ".join(f"{u} against {t}" for u, t in pairs.items()))
 pd.DataFrame({"value": params})
 
 # %% [markdown]
 # ## Scores
 #
-# The compared variants are {glue:text}`pairs_text`, each also against `{glue:text}`reference``.
+# The compared variants are {glue:text}`pairs_text`, each also against {glue:text}`reference`.
 # Scores are in percent, each task's score the mean of its metrics, "classification" the mean
 # over the sentence-level tasks and "span" over SQuAD v1.1/v2.0 analogues, per seed; cells give
 # the mean over the {glue:text}`n_seeds` seed(s) ± their standard deviation (as in
@@ -130,7 +130,7 @@ report.style_summary(summary)
 # %% [markdown]
 # ## Does untying close the gap?
 #
-# For each untied variant: the gap before untying (`{glue:text}`reference`` minus the tied RPE),
+# For each untied variant: the gap before untying ({glue:text}`reference` minus the tied RPE),
 # after (minus the untied one), the share of the gap that untying closed, and two verdicts under
 # the rules of {ref}`findings`: *untying helps* (the untied variant beats the tied one by more
 # than the larger seed standard deviation) and *reference still ahead* (the reference beats the
@@ -146,11 +146,11 @@ gap = pd.concat(gap_tables, names=["average"])
 
 # %%
 classification = gap_tables["classification"]
-book.glue("cls_conclusions", "; ".join(f"`{u}`: {row['conclusion']}" for u, row in classification.iterrows()))
-book.glue("cls_gap_before", "; ".join(f"{row['gap before']:+.1f} points for `{row['tied']}`"
+book.glue("cls_conclusions", "; ".join(f"{u}: {row['conclusion']}" for u, row in classification.iterrows()))
+book.glue("cls_gap_before", "; ".join(f"{row['gap before']:+.1f} points for {row['tied']}"
                                       for _, row in classification.iterrows()))
-book.glue("cls_gap_after", "; ".join(f"{row['gap after']:+.1f} for `{u}`" for u, row in classification.iterrows()))
-span_text = ("; ".join(f"`{u}` {row['untied score'] - row['tied score']:+.1f} points ({row['untying helps']})"
+book.glue("cls_gap_after", "; ".join(f"{row['gap after']:+.1f} for {u}" for u, row in classification.iterrows()))
+span_text = ("; ".join(f"{row['untied score'] - row['tied score']:+.1f} points for {u} ({row['untying helps']})"
                        for u, row in gap_tables["span"].iterrows()) if "span" in gap_tables else "not run")
 book.glue("span_change", span_text)
 
