@@ -205,16 +205,21 @@ def model_flops_per_step(config: PEBertConfig, batch: int, seq: int, mask_fracti
     return 3 * per_token * batch * seq
 
 
-def matmul_peak(dtype: torch.dtype, size: int = 2048, repeats: int = 10) -> float:
-    """FLOP/s of a square matmul in ``dtype`` on this machine (the best of ``repeats``)."""
-    a, b = torch.randn(size, size, dtype=dtype), torch.randn(size, size, dtype=dtype)
+def matmul_seconds(m: int, k: int, n: int, dtype: torch.dtype, repeats: int) -> float:
+    """Best of ``repeats`` timings of an (m, k) @ (k, n) matmul in ``dtype``, after one warm-up."""
+    a, b = torch.randn(m, k, dtype=dtype), torch.randn(k, n, dtype=dtype)
     a @ b
     best = math.inf
     for _ in range(repeats):
         start = time.perf_counter()
         a @ b
         best = min(best, time.perf_counter() - start)
-    return 2 * size**3 / best
+    return best
+
+
+def matmul_peak(dtype: torch.dtype, size: int = 2048, repeats: int = 10) -> float:
+    """FLOP/s of a square matmul in ``dtype`` on this machine (the best of ``repeats``)."""
+    return 2 * size**3 / matmul_seconds(size, size, size, dtype, repeats)
 
 
 def bench_mfu(profile_name: str = "cpu", batch: int = 32, rounds: int = 5) -> list[dict]:
@@ -281,17 +286,7 @@ def matmul_floor(cfg: BenchConfig, bf16: bool, repeats: int = 3) -> float:
     """Seconds that the matmuls of one pe_lib training step take alone, each shape timed on its own
     (best of ``repeats``) in the step's dtype: no step with these kernels can be faster."""
     dtype = torch.bfloat16 if bf16 else torch.float32
-    total = 0.0
-    for count, m, k, n in step_matmuls(cfg):
-        a, b = torch.randn(m, k, dtype=dtype), torch.randn(k, n, dtype=dtype)
-        a @ b
-        best = math.inf
-        for _ in range(repeats):
-            start = time.perf_counter()
-            a @ b
-            best = min(best, time.perf_counter() - start)
-        total += count * best
-    return total
+    return sum(count * matmul_seconds(m, k, n, dtype, repeats) for count, m, k, n in step_matmuls(cfg))
 
 
 def bench_profile(cfg: BenchConfig) -> list[dict]:
