@@ -94,8 +94,10 @@ book.glue("window", window)
 book.glue("n_real", len(real))
 book.glue("n_project", len(project))
 book.glue("project_positions", min((g.shape[0] for g in project.values()), default=0))
-book.glue("skipped_text", "; ".join(f"{m.name} ({m.skipped.split(';')[0]})" for m in skipped) if skipped
-          else "none")
+reasons = {}  # one reason, the models it skipped
+for m in skipped:
+    reasons.setdefault(m.skipped.split(";")[0].removeprefix("skipped: "), []).append(m.name)
+book.glue("skipped_text", "; ".join(f"{', '.join(names)} ({reason})" for reason, names in reasons.items()) or "none")
 pd.DataFrame({"value": params})
 
 # %% [markdown]
