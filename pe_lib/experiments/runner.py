@@ -22,7 +22,7 @@ import torch
 from tqdm.auto import tqdm
 
 from pe_lib.experiments.profiles import Profile
-from pe_lib.experiments.store import Artifact, Store
+from pe_lib.experiments.store import Artifact, Store, git_commit
 from pe_lib.extrapolation import BUCKETS_PER_LENGTH, length_extrapolation
 from pe_lib.io import content_key, remove_stale_parts
 from pe_lib.model import PEBertConfig, PEBertForMaskedLM, quiet_transformers
@@ -56,6 +56,7 @@ class Runner:
         from pe_lib.data.cache import cache_root
 
         self.profile = profile
+        git_commit()  # pins the code's commit for the provenance of everything this run saves
         self.store = Store(results, profile.name)
         self.cache_dir = cache_dir
         self.work = Path(work) if work is not None else cache_root(cache_dir) / "runs"

@@ -8,6 +8,7 @@ atomically; a folder whose manifest does not verify is reported and treated as m
 from __future__ import annotations
 
 import datetime
+import functools
 import importlib.metadata
 import io
 import os
@@ -26,8 +27,12 @@ from pe_lib.io import atomic_dir, content_key, exclusive_lock, explain_disk_full
 PACKAGES = ("pe-lib", "torch", "transformers", "tokenizers", "datasets", "accelerate", "numpy")
 
 
+@functools.cache
 def git_commit() -> str:
-    """The repository's HEAD commit (suffix ``-dirty`` with uncommitted changes), or ``unknown``."""
+    """The commit of the code this process runs: the repository's HEAD (suffix ``-dirty`` with
+    uncommitted changes) read once, at the first call, or ``unknown``. Read again later, HEAD could
+    name a commit made while a long run was going, not the code that produced its artifacts; the
+    :class:`~pe_lib.experiments.runner.Runner` calls this when it is created."""
     root = Path(__file__).resolve().parents[2]
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
