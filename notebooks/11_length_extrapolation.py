@@ -129,8 +129,8 @@ if "1x" not in multipliers:
     raise ValueError(f"this chapter compares with the pretraining length: the profile's extrapolation_multipliers "
                      f"must include 1, got {multipliers}")
 longest = multipliers[-1]
-delta = table[("loss", longest)] - table[("loss", "1x")]
-shown = pd.concat([table["loss"].add_prefix("loss "), delta.rename(f"change {longest} - 1x"),
+change = extrapolation.degradation(table)  # loss at the longest length - loss at 1x, smallest first
+shown = pd.concat([table["loss"].add_prefix("loss "), change.reindex(table.index).rename(f"change {longest} - 1x"),
                    table["perplexity"].add_prefix("perplexity ")], axis=1)
 formats = {c: "{:,.1f}" if c.startswith("perplexity") else "{:+.3f}" if c.startswith("change") else "{:.3f}"
            for c in shown.columns}
@@ -148,7 +148,6 @@ book.glue("cannot_run_list", ", ".join(dict.fromkeys(reasons["variant"])) or "no
 reasons.style.hide(axis="index").set_table_attributes('class="dataframe"')
 
 # %%
-change = extrapolation.degradation(table)  # loss at the longest length - loss at 1x, smallest first
 ranked_1x = table[("loss", "1x")].dropna().sort_values()
 book.glue("longest", longest)
 book.glue("best_1x", str(ranked_1x.index[0]))

@@ -86,11 +86,14 @@ class Stepper:
         self.times: list[float] = []
         self.step()  # warm-up (allocator, kernels)
 
-    def step(self) -> float:
-        start = time.perf_counter()
+    def forward_backward(self) -> None:
         with torch.autocast("cpu", dtype=torch.bfloat16) if self.bf16 else nullcontext():
             loss = self.model(**self.batch).loss
         loss.backward()
+
+    def step(self) -> float:
+        start = time.perf_counter()
+        self.forward_backward()
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         return time.perf_counter() - start
@@ -113,13 +116,17 @@ def machine() -> dict:
 # ----------------------------------------------------------------------------- 1 and 2
 
 
+def pe_lib_and_hf(cfg: BenchConfig, bf16: bool) -> dict[str, Stepper]:
+    """pe_lib (ape-learned) and HF's BERT with the same configuration, on the same batch."""
+    batch = mlm_batch(cfg)
+    torch.manual_seed(0)
+    return {"pe_lib": Stepper(pe_model(cfg, "ape-learned"), batch, bf16), "hf": Stepper(hf_model(cfg), batch, bf16)}
+
+
 def bench_vs_hf(cfg: BenchConfig) -> list[dict]:
     rows = []
     for bf16 in (False, True):
-        batch = mlm_batch(cfg)
-        torch.manual_seed(0)
-        steppers = {"pe_lib": Stepper(pe_model(cfg, "ape-learned"), batch, bf16), "hf": Stepper(hf_model(cfg), batch, bf16)}
-        med = race(steppers, cfg.rounds)
+        med = race(pe_lib_and_hf(cfg, bf16), cfg.rounds)
         tokens = cfg.batch * cfg.seq
         rows.append({"seq": cfg.seq, "dtype": "bf16" if bf16 else "fp32", "pe_lib_tok_s": tokens / med["pe_lib"],
                      "hf_tok_s": tokens / med["hf"], "speedup": med["hf"] / med["pe_lib"]})
@@ -258,9 +265,7 @@ def op_shares(stepper: Stepper) -> dict[str, float]:
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU]) as prof:
-        with torch.autocast("cpu", dtype=torch.bfloat16) if stepper.bf16 else nullcontext():
-            loss = stepper.model(**stepper.batch).loss
-        loss.backward()
+        stepper.forward_backward()
     stepper.optimizer.zero_grad(set_to_none=True)
     us = dict.fromkeys([*OP_CATEGORIES, OTHER], 0.0)
     for event in prof.key_averages():
@@ -295,9 +300,7 @@ def bench_profile(cfg: BenchConfig) -> list[dict]:
     time / pe_lib's matmul floor is the most any pe_lib step could gain with these matmul kernels."""
     rows = []
     for bf16 in (False, True):
-        batch = mlm_batch(cfg)
-        torch.manual_seed(0)
-        steppers = {"pe_lib": Stepper(pe_model(cfg, "ape-learned"), batch, bf16), "hf": Stepper(hf_model(cfg), batch, bf16)}
+        steppers = pe_lib_and_hf(cfg, bf16)
         step_s = race(steppers, cfg.rounds)
         floor = matmul_floor(cfg, bf16)
         for name, stepper in steppers.items():

@@ -172,14 +172,12 @@ class SelfAttention(nn.Module):
     def forward(self, x, mask, relative: RelativePE | None, output_attentions: bool = False):
         B, n, H = x.shape
         q, k, v = self.qkv(x).view(B, n, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)  # (B, h, n, d) each
-        bias = None
         if relative is not None:
             q, k = relative.rotate(q, k)  # (B, h, n, d) each
             bias = relative.bias(q, k)  # (B, h, n, n) or None
             if bias is not None:
                 bias = relative.untied(bias)  # (B, h, n, n)
-        if bias is not None:
-            mask = bias if mask is None else mask + bias  # (B, h, n, n)
+                mask = bias if mask is None else mask + bias  # (B, h, n, n)
         if mask is not None:
             mask = mask.to(q.dtype)
         dropout = self.dropout_p if self.training else 0.0

@@ -117,7 +117,8 @@ def all_variants(untied: bool = False) -> list[str]:
     relatives = [n for n, c in _REGISTRY.items() if c.integration not in ("input", "none")]
     names = list(PE_VARIANTS) + [f"{a}+{r}" for a in absolutes for r in relatives]
     if untied:
-        names += [f"{n}+{UNTIE_CLS}" for n in names if parse_variant(n).relative in _bias_kinds()]
+        biases = _bias_kinds()
+        names += [f"{n}+{UNTIE_CLS}" for n in names if parse_variant(n).relative in biases]
     return names
 
 

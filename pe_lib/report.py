@@ -640,21 +640,24 @@ def cls_gap(per_seed: pd.DataFrame, reference: str, pairs: Mapping[str, str], co
     (``reference - tied``) and after (``reference - untied``), the share of the gap closed
     ``(untied - tied) / (reference - tied)`` (NaN when there is no gap), and the verdicts of
     "untied beats tied" and "the reference still beats untied" (rules of the module docstring)."""
-    def scores(variant):
-        return per_seed.loc[variant, column].to_numpy() if variant in per_seed.index.get_level_values(0) else []
+    present = set(per_seed.index.get_level_values("variant"))
+
+    def scores(variant: str) -> np.ndarray:
+        return per_seed.loc[variant, column].to_numpy() if variant in present else np.array([])
+
+    def mean(values: np.ndarray) -> float:
+        return float(values.mean()) if len(values) else math.nan
 
     ref = scores(reference)
     rows = {}
     for untied, tied in pairs.items():
-        helps, remains = compare(scores(untied), scores(tied)), compare(ref, scores(untied))
-        mean = {k: float(np.mean(scores(v))) if len(scores(v)) else math.nan
-                for k, v in (("reference", reference), ("tied", tied), ("untied", untied))}
-        gap = mean["reference"] - mean["tied"]
+        u, t = scores(untied), scores(tied)
         verdicts = {key: verdict([r["outcome"]], "all", not math.isnan(r["spread"])) for key, r in
-                    (("untying helps", helps), ("reference still ahead", remains))}
-        rows[untied] = {"tied": tied, f"{reference}": mean["reference"], "tied score": mean["tied"],
-                        "untied score": mean["untied"], "gap before": gap, "gap after": mean["reference"] - mean["untied"],
-                        "share closed": (mean["untied"] - mean["tied"]) / gap if gap > 0 else math.nan, **verdicts,
+                    (("untying helps", compare(u, t)), ("reference still ahead", compare(ref, u)))}
+        gap = mean(ref) - mean(t)
+        rows[untied] = {"tied": tied, reference: mean(ref), "tied score": mean(t), "untied score": mean(u),
+                        "gap before": gap, "gap after": mean(ref) - mean(u),
+                        "share closed": (mean(u) - mean(t)) / gap if gap > 0 else math.nan, **verdicts,
                         "conclusion": _gap_conclusion(gap, verdicts["untying helps"], verdicts["reference still ahead"])}
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("untied variant")
 
