@@ -15,10 +15,12 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
+from pe_lib.errors import PeLibError
+
 _AR_MAGIC = b"!<arch>\n"
 
 
-class ArchiveError(RuntimeError):
+class ArchiveError(PeLibError, RuntimeError):
     """An archive is malformed, unsafe, or lacks a requested member."""
 
 

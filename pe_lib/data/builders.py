@@ -21,7 +21,7 @@ from pe_lib.data.sources import source_dir
 Row = dict[str, Any]
 SPLITS = ("train", "validation", "test")
 HELD_OUT_FRACTION = 0.1
-PROSE_SOURCES = ("wikipedia", "austen", "pydocs", "web")
+PROSE_SOURCES = ("wikipedia", "austen", "web")
 CONTEXT_ENTRIES = 5
 
 

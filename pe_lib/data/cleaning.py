@@ -75,67 +75,6 @@ def clean_wiki(markup: str) -> list[str]:
     return paragraphs
 
 
-_RST_ROLE = re.compile(r":[\w:.+-]+:`!?(~?)([^`<]*?)\s*(?:<[^`>]*>)?`")
-_RST_REF = re.compile(r"`([^`<]+?)\s*(?:<[^`>]*>)?`__?")
-_RST_LITERAL = re.compile(r"``(.*?)``")
-_RST_EMPHASIS = re.compile(r"\*{1,2}([^*\s][^*]*?)\*{1,2}")
-_RST_SUBST = re.compile(r"\|([\w -]+)\|")
-_RST_DIRECTIVE = re.compile(r"^\s*\.\.\s+([\w:-]+)::")
-_RST_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+_.:])\1{2,}(?:\s+\1{3,})*\s*$")
-_RST_BULLET = re.compile(r"^\s*(?:[*+-]|#\.|\d+\.|\(\d+\))\s+")
-_RST_FIELD = re.compile(r"^\s*:[^:`]+:(?:\s+|$)")
-_RST_CODE_DIRECTIVES = {"code-block", "sourcecode", "code", "doctest", "testcode", "testoutput", "testsetup",
-                        "productionlist", "literalinclude", "highlight", "index", "toctree", "image", "figure",
-                        "csv-table", "list-table", "table", "raw", "only", "include", "tabularcolumns",
-                        "sectionauthor", "moduleauthor", "impl-detail", "availability", "audit-event"}
-
-
-def _rst_inline(text: str) -> str:
-    text = _RST_LITERAL.sub(r"\1", text)
-    text = _RST_ROLE.sub(lambda m: m.group(2).rsplit(".", 1)[-1] if m.group(1) else m.group(2), text)
-    text = _RST_REF.sub(r"\1", text)
-    text = _RST_EMPHASIS.sub(r"\1", text)
-    return normalise_space(_RST_SUBST.sub(r"\1", text))
-
-
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip(" "))
-
-
-def clean_rst(source: str) -> list[str]:
-    """Prose paragraphs of a Sphinx reStructuredText page: no code, tables, directives or titles."""
-    paragraphs: list[str] = []
-    skip_deeper_than: int | None = None
-    blocks = re.split(r"\n\s*\n", source.expandtabs(8))
-    for block in blocks:
-        lines = [line for line in block.splitlines() if line.strip()]
-        if not lines:
-            continue
-        indent = _indent(lines[0])
-        if skip_deeper_than is not None:
-            if indent > skip_deeper_than:
-                continue
-            skip_deeper_than = None
-        directive = _RST_DIRECTIVE.match(lines[0])
-        if directive or lines[0].lstrip().startswith(".. "):
-            name = directive.group(1) if directive else ""
-            if not directive or name in _RST_CODE_DIRECTIVES:
-                skip_deeper_than = indent
-                continue
-            lines = [line for line in lines[1:] if not _RST_FIELD.match(line)]
-            if not lines:
-                continue
-        if lines[-1].rstrip().endswith("::"):
-            skip_deeper_than = indent
-        if any(_RST_UNDERLINE.match(line.strip()) for line in lines) or lines[0].lstrip().startswith((">>>", "+-", "|")):
-            continue
-        text = " ".join(_RST_BULLET.sub("", _RST_FIELD.sub("", line)) for line in lines)
-        text = _rst_inline(re.sub(r"::\s*$", ":", text.rstrip()))
-        if is_prose(text):
-            paragraphs.append(text)
-    return paragraphs
-
-
 _OSIS_DROP = re.compile(r"<(note|title)\b[^>]*?(?<!/)>.*?</\1>", re.S)
 
 

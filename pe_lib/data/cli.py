@@ -27,6 +27,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vocab-size", type=int, default=DEFAULT_VOCAB_SIZE,
                         help=f"WordPiece vocabulary size (default {DEFAULT_VOCAB_SIZE})")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
 def _size(n_bytes: int) -> str:
@@ -79,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
             print(list_sources(args.cache))
             return 0
         start = time.perf_counter()
-        summary = prepare_all(args.cache, args.source, args.vocab_size, args.only)
+        summary = prepare_all(args.cache, args.source, args.vocab_size, args.only, progress=not args.no_progress)
         summary["wall_seconds"] = round(time.perf_counter() - start, 1)
     except (SourceUnavailable, CacheError, ArchiveError, ValueError) as exc:
         print(f"pe-lib data: error: {exc}", file=sys.stderr)

@@ -17,17 +17,18 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from pe_lib.data import readers
-from pe_lib.data.cache import atomic_dir, cache_root, content_key, read_json
+from pe_lib.data.cache import cache_root, content_key, read_json
 from pe_lib.data.cards import write_card
 from pe_lib.data.hub import hub_or_packaged, load_hub_dataset
 from pe_lib.data.readers import Document
 from pe_lib.data.sources import get_source, source_dir
+from pe_lib.io import manifested_dir, verified
 
 #: bump when cleaning or splitting changes: it is part of every prepared corpus key
 BUILD_VERSION = 1
 VALIDATION_FRACTION = 0.05
 SPLIT_SEED = 2021
-MIN_PACKAGED_WORDS = 5_000_000
+MIN_PACKAGED_WORDS = 3_500_000
 HUB_CORPUS = "wikitext-103"
 
 _READERS: dict[str, Callable[[Path], list[Document]]] = {
@@ -36,8 +37,10 @@ _READERS: dict[str, Callable[[Path], list[Document]]] = {
     "wordnet": lambda folder: readers.wordnet_documents(readers.read_wordnet(folder)),
     "kjv": lambda folder: readers.bible_documents("kjv", readers.read_sword(folder)),
     "web": lambda folder: readers.bible_documents("web", readers.read_sword(folder)),
-    "pydocs": readers.read_pydocs,
 }
+#: Only sources whose text stays fixed: Debian's python3.11-doc was dropped because its security
+#: updates change the documentation text (deb12u8 and deb12u9 differ in four pages) and the
+#: mirror keeps only the newest, so a pinned version disappears and the corpus with it.
 CORPUS_SOURCES = tuple(_READERS)
 
 
@@ -96,10 +99,10 @@ def split_documents(docs: Iterable[Document], fraction: float = VALIDATION_FRACT
 
 
 def packaged_documents(names: Iterable[str] = CORPUS_SOURCES,
-                       cache_dir: str | os.PathLike[str] | None = None) -> list[Document]:
+                       cache_dir: str | os.PathLike[str] | None = None, progress: bool = True) -> list[Document]:
     """Documents of the named packaged corpus sources, fetched as needed, in a fixed order."""
     docs: list[Document] = []
-    for name in tqdm(list(names), desc="reading corpus sources", unit="source"):
+    for name in tqdm(list(names), desc="reading corpus sources", unit="source", disable=not progress):
         if name not in _READERS:
             raise ValueError(f"unknown corpus source {name!r}; valid: {', '.join(CORPUS_SOURCES)}")
         found = _READERS[name](source_dir(name, cache_dir))
@@ -158,9 +161,9 @@ def corpus_card(origin: str, train: list[Document], validation: list[Document], 
 
 def _prepare(folder: Path, root: Path, origin: str, build: Callable[[], tuple[list[Document], list[Document]]],
              names: tuple[str, ...]) -> Corpus:
-    if not (folder / "card.json").exists():
+    if not verified(folder, "prepared corpus"):  # absent, or corrupt (reported): built again
         train, validation = build()
-        with atomic_dir(folder) as work:
+        with manifested_dir(folder, "prepared corpus") as work:
             _write_split(work / "train.txt", train)
             _write_split(work / "validation.txt", validation)
             write_card(work, corpus_card(origin, train, validation, names), title=f"Corpus ({origin})")
@@ -168,7 +171,8 @@ def _prepare(folder: Path, root: Path, origin: str, build: Callable[[], tuple[li
 
 
 def packaged_corpus(cache_dir: str | os.PathLike[str] | None = None,
-                    names: tuple[str, ...] = CORPUS_SOURCES, min_words: int | None = None) -> Corpus:
+                    names: tuple[str, ...] = CORPUS_SOURCES, min_words: int | None = None,
+                    progress: bool = True) -> Corpus:
     """The offline corpus assembled from packaged sources (prepared once, then reused).
 
     Building fails when the sources hold fewer than ``min_words`` (default
@@ -180,7 +184,7 @@ def packaged_corpus(cache_dir: str | os.PathLike[str] | None = None,
                        "fraction": VALIDATION_FRACTION, "seed": SPLIT_SEED})
 
     def build() -> tuple[list[Document], list[Document]]:
-        docs = packaged_documents(names, root)
+        docs = packaged_documents(names, root, progress)
         words = sum(len(p.split()) for d in docs for p in d.paragraphs)
         if words < needed:
             raise ValueError(f"packaged corpus has {words:,} words, fewer than the {needed:,} required")
@@ -207,8 +211,10 @@ def hub_corpus(cache_dir: str | os.PathLike[str] | None = None) -> Corpus:
                     (HUB_CORPUS,))
 
 
-def load_corpus(source: str = "auto", cache_dir: str | os.PathLike[str] | None = None) -> Corpus:
-    """The pretraining corpus: WikiText-103 from the hub when reachable, else the packaged corpus."""
+def load_corpus(source: str = "auto", cache_dir: str | os.PathLike[str] | None = None,
+                progress: bool = True) -> Corpus:
+    """The pretraining corpus: WikiText-103 from the hub when reachable, else the packaged corpus
+    (``progress=False``: no progress bars while it is prepared)."""
     corpus, _ = hub_or_packaged("corpus", get_source(HUB_CORPUS), lambda: hub_corpus(cache_dir),
-                                lambda: packaged_corpus(cache_dir), source)
+                                lambda: packaged_corpus(cache_dir, progress=progress), source)
     return corpus

@@ -23,10 +23,11 @@ def check_source_choice(source: str) -> str:
 
 
 def load_hub_dataset(src: Source) -> Any:
-    """``datasets.load_dataset(hub_id, config)`` for a hub source (looked up at call time, so tests can stub it)."""
+    """``datasets.load_dataset(hub_id, config, revision=...)`` for a hub source, at its pinned
+    revision (looked up at call time, so tests can stub it)."""
     import datasets
 
-    return datasets.load_dataset(src.hub_id, src.hub_config)
+    return datasets.load_dataset(src.hub_id, src.hub_config, revision=src.revision)
 
 
 def hub_or_packaged(what: str, src: Source, from_hub: Callable[[], T], from_packages: Callable[[], T] | None,

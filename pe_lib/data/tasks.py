@@ -3,7 +3,8 @@
 Every task comes back as a :class:`Task` with a ``datasets.DatasetDict`` of ``train``,
 ``validation`` and ``test`` in the canonical schema, whatever its origin:
 
-* classification / regression: ``sentence1``, optional ``sentence2``, ``label`` (int or float);
+* classification / regression: ``sentence1``, optional ``sentence2``, ``label`` (a
+  ``datasets.ClassLabel`` with the task's label names, stored as int64, or a float32 score);
 * span prediction: exactly SQuAD's ``id, title, context, question, answers{text, answer_start}``.
 
 Hub splits: ``validation`` is carved out of the hub's train split with the task seed (by article
@@ -26,10 +27,12 @@ import datasets
 
 from pe_lib.data import corpus as corpus_module
 from pe_lib.data.builders import BUILDERS, SPLITS, Built
-from pe_lib.data.cache import atomic_dir, cache_root, content_key, read_json
+from pe_lib.data.cache import cache_root, content_key, read_json
 from pe_lib.data.cards import write_card
 from pe_lib.data.hub import hub_or_packaged, load_hub_dataset
 from pe_lib.data.sources import get_source
+from pe_lib.errors import InputError
+from pe_lib.io import manifested_dir, verified
 
 #: bump when any builder changes its output: part of every prepared task key
 BUILD_VERSION = 1
@@ -99,13 +102,16 @@ SQUAD_FEATURES = datasets.Features({
 
 
 def features_for(meta: TaskMeta, paired: bool) -> datasets.Features:
-    """The canonical features of a task (``paired``: whether it has ``sentence2``)."""
+    """The canonical features of a task (``paired``: whether it has ``sentence2``). Class labels
+    are a ``ClassLabel`` named as GLUE names them, so tables and pipelines show "positive", not
+    ``LABEL_1``; the stored values (0 .. n-1) and the order of the examples are those of plain ints."""
     if meta.kind == "span":
         return SQUAD_FEATURES
     columns = {"sentence1": datasets.Value("string")}
     if paired:
         columns["sentence2"] = datasets.Value("string")
-    columns["label"] = datasets.Value("float32" if meta.is_regression else "int64")
+    names = list(meta.label_names)
+    columns["label"] = datasets.Value("float32") if meta.is_regression else datasets.ClassLabel(names=names)
     return datasets.Features(columns)
 
 
@@ -130,7 +136,7 @@ def get_task(name: str) -> TaskSpec:
     try:
         return TASKS[name]
     except KeyError:
-        raise ValueError(f"unknown task {name!r}; valid tasks: {', '.join(TASKS)}") from None
+        raise InputError(f"unknown task {name!r}; valid tasks: {', '.join(TASKS)}") from None
 
 
 # ---------------------------------------------------------------- hub path
@@ -194,12 +200,12 @@ def prepare_task(name: str, cache_dir: str | os.PathLike[str] | None = None, see
     """Build (once) the packaged analogue of a task as JSON lines plus a data card; return its folder."""
     spec = get_task(name)
     folder = packaged_folder(name, cache_dir, seed)
-    if (folder / "card.json").exists():
+    if verified(folder, f"prepared task {name!r}"):  # absent, or corrupt (reported): built again
         return folder
     assert spec.packaged is not None
     built = BUILDERS[spec.packaged].build(cache_dir, seed)
     _check_nonempty(name, {s: len(rows) for s, rows in built.splits.items()})
-    with atomic_dir(folder) as work:
+    with manifested_dir(folder, f"prepared task {name!r}") as work:
         for split in SPLITS:
             with open(work / f"{split}.jsonl", "w", encoding="utf-8") as handle:
                 handle.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in built.splits[split])
@@ -215,7 +221,8 @@ def _as_datasets(meta: TaskMeta, rows: dict[str, list[dict[str, Any]]]) -> datas
 
 
 def _read_packaged(spec: TaskSpec, folder: Path) -> datasets.DatasetDict:
-    rows = {s: [json.loads(line) for line in open(folder / f"{s}.jsonl", encoding="utf-8")] for s in SPLITS}
+    rows = {s: [json.loads(line) for line in (folder / f"{s}.jsonl").read_text(encoding="utf-8").splitlines()]
+            for s in SPLITS}
     _check_nonempty(spec.meta.name, {s: len(r) for s, r in rows.items()})
     return _as_datasets(spec.meta, rows)
 
@@ -282,7 +289,8 @@ def load_task(name: str, source: str = "auto", cache_dir: str | os.PathLike[str]
     def from_hub() -> tuple[datasets.DatasetDict, dict[str, Any]]:
         raw = load_hub_dataset(hub_src)
         return convert_hub(raw, spec, seed), {
-            "task": name, "origin": f"hub:{hub_src.requirement}", "licence": hub_src.licence, "seed": seed,
+            "task": name, "origin": f"hub:{hub_src.requirement}", "revision": hub_src.revision,
+            "licence": hub_src.licence, "seed": seed,
             "notes": "validation = a seeded part of the hub train split; test = the hub validation split"}
 
     def from_packages() -> tuple[datasets.DatasetDict, dict[str, Any]]:

@@ -15,20 +15,22 @@ from pathlib import Path
 from typing import Any
 
 import tokenizers
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
 from tqdm.auto import tqdm
 from transformers import BertTokenizer
 
-from pe_lib.data.cache import atomic_dir, cache_root, content_key, read_json
+from pe_lib.data.cache import cache_root, content_key, read_json
 from pe_lib.data.cards import write_card
 from pe_lib.data.corpus import Corpus, load_corpus
 from pe_lib.data.hub import check_source_choice, hub_or_packaged
 from pe_lib.data.sources import get_source, source_dir
+from pe_lib.data.wordpiece import train_vocabulary, word_counts
+from pe_lib.io import manifested_dir, verified
 
 DEFAULT_VOCAB_SIZE = 8192
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 KINDS = ("wordpiece", "bert-base-uncased")
-BUILD_VERSION = 1
+BUILD_VERSION = 2  # 2: pe_lib.data.wordpiece's deterministic trainer
 _BATCH = 2048
 
 
@@ -38,19 +40,24 @@ def _batches(lines: Iterable[str], size: int = _BATCH) -> Iterator[list[str]]:
         yield batch
 
 
-def train_wordpiece(lines: Iterable[str], vocab_size: int = DEFAULT_VOCAB_SIZE, min_frequency: int = 2) -> Tokenizer:
-    """A lower-casing BERT WordPiece tokenizer trained on ``lines`` (special tokens take ids 0-4)."""
+def train_wordpiece(lines: Iterable[str], vocab_size: int = DEFAULT_VOCAB_SIZE, min_frequency: int = 2,
+                    progress: bool = True) -> Tokenizer:
+    """A lower-casing BERT WordPiece tokenizer trained on ``lines`` (special tokens take ids 0-4).
+
+    The vocabulary comes from :func:`pe_lib.data.wordpiece.train_vocabulary`, which breaks every
+    tie by the symbols themselves: the same lines give the same files on every machine and run
+    (``tokenizers``' own trainer does not, see that module)."""
     if vocab_size <= len(SPECIAL_TOKENS):
         raise ValueError(f"vocab_size must exceed {len(SPECIAL_TOKENS)}, got {vocab_size}")
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]", max_input_chars_per_word=100))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=None, clean_text=True,
-                                                handle_chinese_chars=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=None, clean_text=True,
+                                            handle_chinese_chars=True)
+    pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    counts = word_counts(tqdm(lines, desc="counting words", unit="line", disable=not progress), normalizer, pre_tokenizer)
+    vocab = train_vocabulary(counts, vocab_size, SPECIAL_TOKENS, min_frequency)
+    tok = Tokenizer(models.WordPiece({t: i for i, t in enumerate(vocab)}, unk_token="[UNK]", max_input_chars_per_word=100))
+    tok.normalizer = normalizer
+    tok.pre_tokenizer = pre_tokenizer
     tok.decoder = decoders.WordPiece(prefix="##")
-    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
-                                        special_tokens=list(SPECIAL_TOKENS), show_progress=False,
-                                        continuing_subword_prefix="##")
-    tok.train_from_iterator(tqdm(_batches(lines), desc="training WordPiece", unit="batch"), trainer=trainer)
     return tok
 
 
@@ -76,19 +83,20 @@ def _wordpiece_folder(corpus: Corpus, vocab_size: int, root: Path) -> Path:
 
 
 def prepare_wordpiece(corpus: Corpus, vocab_size: int = DEFAULT_VOCAB_SIZE,
-                      cache_dir: str | os.PathLike[str] | None = None) -> Path:
+                      cache_dir: str | os.PathLike[str] | None = None, progress: bool = True) -> Path:
     """Train (once) and save a WordPiece tokenizer on the corpus train split; return its folder."""
     root = cache_root(cache_dir)
     folder = _wordpiece_folder(corpus, vocab_size, root)
-    if (folder / "card.json").exists():
+    if verified(folder, "prepared tokenizer"):  # absent, or corrupt (reported): built again
         return folder
-    trained = train_wordpiece(corpus.lines("train"), vocab_size)
-    with atomic_dir(folder) as work:
+    trained = train_wordpiece(corpus.lines("train"), vocab_size, progress=progress)
+    with manifested_dir(folder, "prepared tokenizer") as work:
         vocab = sorted(trained.get_vocab().items(), key=lambda item: item[1])
         (work / "vocab.txt").write_text("".join(f"{token}\n" for token, _ in vocab), encoding="utf-8")
         tok = as_bert_tokenizer(work / "vocab.txt")
         tok.save_pretrained(work)
-        tokens = {split: count_tokens(tok, tqdm(corpus.lines(split), desc=f"counting {split} tokens", unit="line"))
+        tokens = {split: count_tokens(tok, tqdm(corpus.lines(split), desc=f"counting {split} tokens", unit="line",
+                                                disable=not progress))
                   for split in ("train", "validation")}
         write_card(work, tokenizer_card("wordpiece", tok, corpus, tokens), title=f"WordPiece tokenizer ({vocab_size})")
     return folder
@@ -124,19 +132,21 @@ def _bert_base_uncased(source: str, cache_dir: str | os.PathLike[str] | None) ->
 
 
 def load_tokenizer(kind: str = "wordpiece", vocab_size: int = DEFAULT_VOCAB_SIZE, source: str = "auto",
-                   cache_dir: str | os.PathLike[str] | None = None, corpus: Corpus | None = None) -> BertTokenizer:
+                   cache_dir: str | os.PathLike[str] | None = None, corpus: Corpus | None = None,
+                   progress: bool = True) -> BertTokenizer:
     """A BERT tokenizer: ``wordpiece`` (trained on the corpus, ``vocab_size`` entries) or ``bert-base-uncased``.
 
     ``source`` picks the corpus (wordpiece) or the vocabulary (bert-base-uncased): hub first with
-    ``auto``, or forced with ``hub`` / ``packaged``. Pass ``corpus`` to train on a given corpus.
+    ``auto``, or forced with ``hub`` / ``packaged``. Pass ``corpus`` to train on a given corpus;
+    ``progress=False`` hides the progress bars of preparing the corpus and training the tokenizer.
     """
     check_source_choice(source)
     if kind == "bert-base-uncased":
         return _bert_base_uncased(source, cache_dir)
     if kind != "wordpiece":
         raise ValueError(f"unknown tokenizer kind {kind!r}; valid kinds: {', '.join(KINDS)}")
-    corpus = corpus if corpus is not None else load_corpus(source, cache_dir)
-    folder = prepare_wordpiece(corpus, vocab_size, cache_dir)
+    corpus = corpus if corpus is not None else load_corpus(source, cache_dir, progress=progress)
+    folder = prepare_wordpiece(corpus, vocab_size, cache_dir, progress=progress)
     return BertTokenizer.from_pretrained(folder)
 
 

