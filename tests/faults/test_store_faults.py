@@ -5,6 +5,7 @@ import pickle
 import subprocess
 import sys
 import time
+import warnings
 
 import pytest
 
@@ -52,8 +53,8 @@ class Trap:
         return (eval, ("open(__import__('os').environ['TRAP'], 'w').write('pwned')",))
 
 
-def test_a_checkpoint_carrying_code_is_refused_without_running_it(make_config, tmp_path, monkeypatch):
-    from training.test_pretrain import run_cfg, synthetic_data
+def test_a_checkpoint_carrying_code_is_refused_unexecuted_set_aside_and_rebuilt(make_config, tmp_path, monkeypatch):
+    from training.test_pretrain import assert_same_weights, run_cfg, synthetic_data
 
     from pe_lib.training.pretrain import pretrain
 
@@ -72,6 +73,13 @@ def test_a_checkpoint_carrying_code_is_refused_without_running_it(make_config, t
     write_json(checkpoint / "manifest.json", manifest)
     marker = tmp_path / "pwned"
     monkeypatch.setenv("TRAP", str(marker))
-    with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
+    with pytest.warns(UserWarning, match=r"refused checkpoint .*step-00000002: .*\(Weights only load failed\); "
+                                         r"set aside as .*run/refused/step-00000002, training from step 0"):
         pretrain(config, data, run_cfg(), tmp_path / "run", progress=False)
     assert not marker.exists(), "the pickle's code must never run"
+    assert (tmp_path / "run" / "refused" / "step-00000002" / "trainer_state.pt").exists(), "kept for inspection"
+    pretrain(config, data, run_cfg(), tmp_path / "straight", progress=False)
+    assert_same_weights(tmp_path / "straight", tmp_path / "run")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the rebuilt run is finished: no warning, nothing recomputed
+        pretrain(config, data, run_cfg(), tmp_path / "run", progress=False)

@@ -1,0 +1,116 @@
+"""A full disk: one DiskFullError saying what was being written and where, no temporary left
+behind, earlier files intact, and the rerun (with space) ends as an uninterrupted run."""
+import errno
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from safetensors import SafetensorError
+
+import pe_lib.training.pretrain as pretrain_module
+from pe_lib.errors import DiskFullError
+from pe_lib.io import verify_manifest
+
+#: what safetensors (Rust) raises when the device is full: no errno, only words
+SAFETENSORS_FULL = 'Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "No space left on device" })'
+
+
+def leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.rglob("*.part*"))
+
+
+def assert_checkpoint_two_is_intact(run: Path) -> None:
+    assert (run / "checkpoints" / "latest").read_text().strip() == "step-00000002"
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["latest", "step-00000002"]
+    verify_manifest(run / "checkpoints" / "step-00000002")
+    assert leftovers(run) == [] and not (run / "model").exists()
+
+
+def test_a_full_disk_while_checkpointing_is_one_clear_error(make_config, tmp_path, monkeypatch):
+    from training.test_pretrain import assert_same_weights, run_cfg, synthetic_data
+
+    config, data, run = make_config("ape-learned"), synthetic_data(), tmp_path / "run"
+    save, calls = pretrain_module.save_model, []
+
+    def full_on_second_checkpoint(model, path):
+        calls.append(path)
+        if len(calls) == 2:
+            Path(path).write_bytes(b"\0" * 100)  # what a writer leaves when the space runs out
+            raise SafetensorError(SAFETENSORS_FULL)
+        save(model, path)
+
+    monkeypatch.setattr(pretrain_module, "save_model", full_on_second_checkpoint)
+    with pytest.raises(DiskFullError, match=rf"^disk full while writing checkpoint {run}/checkpoints/step-00000004; "
+                                            "nothing half-written was kept and earlier files are intact"):
+        pretrain_module.pretrain(config, data, run_cfg(), run, progress=False)
+    assert_checkpoint_two_is_intact(run)
+    monkeypatch.undo()
+    pretrain_module.pretrain(config, data, run_cfg(), run, progress=False)
+    pretrain_module.pretrain(config, data, run_cfg(), tmp_path / "straight", progress=False)
+    assert_same_weights(tmp_path / "straight", run)
+
+
+def test_a_full_disk_while_writing_the_final_model(make_config, tmp_path, monkeypatch):
+    from training.test_pretrain import run_cfg, synthetic_data
+
+    from pe_lib.model import PEBertForMaskedLM
+
+    def full(self, folder, **kwargs):
+        (Path(folder) / "model.safetensors").write_bytes(b"\0" * 100)
+        raise SafetensorError(SAFETENSORS_FULL)
+
+    monkeypatch.setattr(PEBertForMaskedLM, "save_pretrained", full)
+    run = tmp_path / "run"
+    with pytest.raises(DiskFullError, match=rf"^disk full while writing final model {run}/model; "):
+        pretrain_module.pretrain(make_config("alibi"), synthetic_data(), run_cfg(), run, progress=False)
+    assert leftovers(run) == [] and not (run / "model").exists() and not (run / "result.json").exists()
+    verify_manifest(run / "checkpoints" / "step-00000006")
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    """A 3 MB tmpfs (needs root and mount; skipped elsewhere, where the patched tests above run)."""
+    mount = tmp_path / "tmpfs"
+    mount.mkdir()
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a tmpfs needs root")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)], capture_output=True, text=True)
+    if done.returncode:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    yield mount
+    subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_a_real_full_disk_during_pretraining(make_config, tmp_path, small_tmpfs):
+    """Room for one checkpoint but not for the second beside it: the run stops at the second with
+    one clear error, the first stays valid, and with space again the run ends as a straight one."""
+    from training.test_pretrain import assert_same_weights, run_cfg, synthetic_data
+
+    config, data = make_config("ape-learned"), synthetic_data()
+    pretrain_module.pretrain(config, data, run_cfg(), tmp_path / "straight", progress=False)
+    checkpoint = sum(p.stat().st_size for p in (tmp_path / "straight" / "checkpoints" / "step-00000006").iterdir())
+    free = shutil.disk_usage(small_tmpfs).free
+    filler = small_tmpfs / "filler"
+    filler.write_bytes(b"\0" * (free - int(1.5 * checkpoint)))
+    run = small_tmpfs / "run"
+    with pytest.raises(DiskFullError, match=rf"^disk full while writing checkpoint {run}/checkpoints/step-00000004; "):
+        pretrain_module.pretrain(config, data, run_cfg(), run, progress=False)
+    assert_checkpoint_two_is_intact(run)
+    filler.unlink()
+    pretrain_module.pretrain(config, data, run_cfg(), run, progress=False)
+    assert_same_weights(tmp_path / "straight", run)
+
+
+def test_a_full_disk_while_writing_token_blocks(runner, tmp_path, monkeypatch):
+    from pe_lib.experiments import runner as runner_module
+
+    def full(path, **arrays):
+        Path(path).write_bytes(b"PK\0")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(runner_module.np, "savez", full)
+    with pytest.raises(DiskFullError, match=rf"^disk full while writing token blocks {tmp_path}/work/blocks/\w+; "):
+        runner().mlm_data()
+    assert list((tmp_path / "work" / "blocks").iterdir()) == []
