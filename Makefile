@@ -4,7 +4,7 @@ STAMP   := .venv/.setup-done
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
 PROFILE ?= smoke
 
-.PHONY: setup test book check-book chromium bench clean
+.PHONY: setup test book check-book check-keys verify-results chromium bench clean
 
 setup: $(STAMP)
 
@@ -22,6 +22,29 @@ test: $(STAMP)
 
 book: $(STAMP)
 	$(OFFLINE) $(PY) -m pe_lib.cli book --profile $(PROFILE)
+
+# Committed results are found from a fresh cache: prepare the data into an empty cache; then, for
+# each profile of PROFILES, the dry run must list no orphan (a stored artifact this code would never
+# read) and, for each profile of COMPLETE, nothing to compute. CI runs it after building the book.
+FRESH_CACHE ?= $(CURDIR)/.cache/fresh
+PROFILES ?= $(PROFILE)
+COMPLETE ?=
+check-keys: $(STAMP)
+	rm -rf $(FRESH_CACHE)
+	$(OFFLINE) $(PY) -m pe_lib.cli data --cache $(FRESH_CACHE) --no-progress > /dev/null
+	set -e; for p in $(PROFILES); do \
+		$(OFFLINE) $(PY) -m pe_lib.cli run --profile $$p --cache $(FRESH_CACHE) --dry-run --check > .cache/dry-run-$$p.txt \
+			|| { cat .cache/dry-run-$$p.txt; exit 1; }; \
+		echo "$$p: $$(tail -1 .cache/dry-run-$$p.txt)"; \
+	done
+	set -e; for p in $(COMPLETE); do \
+		tail -1 .cache/dry-run-$$p.txt | grep -q ' 0 to compute' || { cat .cache/dry-run-$$p.txt; echo "$$p: committed results incomplete"; exit 1; }; \
+	done
+
+# Recomputes one variant of a profile from scratch and compares every number with the committed one.
+verify-results: $(STAMP)
+	@test -n "$(VARIANT)" || (echo "usage: make verify-results VARIANT=ape-learned [PROFILE=cpu]"; exit 2)
+	$(OFFLINE) $(PY) -m pe_lib.cli verify --profile $(PROFILE) --variant $(VARIANT)
 
 # Opens every page of the built book in headless Chromium (Debian's chromium + chromium-driver).
 check-book: $(STAMP) chromium

@@ -48,6 +48,7 @@ import seaborn as sns
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
 from pe_lib import book, report
+from pe_lib.experiments import baselines
 
 book.record_names(globals())
 
@@ -125,7 +126,12 @@ pd.DataFrame({"value": [f"{setup[k]:,.4g}" if isinstance(setup[k], float) else f
 # ## Loss curves
 #
 # {numref}`fig-curves` shows the masked-language-model loss during training (the mean over the
-# last logging interval) and on held-out validation blocks, for every variant.
+# last logging interval) and on held-out validation blocks, for every variant, beside two
+# baselines: the uniform guess over the vocabulary, and a **unigram model** that predicts every
+# masked token from the token frequencies of the training blocks (add-one smoothing), scored on
+# exactly the masked validation tokens of the models' validation loss
+# (`pe_lib.experiments.baselines`). A model at the unigram loss has learned which words are
+# frequent and nothing about their context.
 
 # %%
 curves = report.curve_frame({name: a.payload["curve"] for name, a in artifacts.items()})
@@ -137,12 +143,16 @@ for ax, split in zip(axes, ("train", "validation")):
     sns.lineplot(part, x="step", y="loss", hue="variant", palette=palette, ax=ax, marker="o",
                  markersize=4, legend=split == "validation")
     ax.set(title=f"{split} loss", xlabel="step", ylabel="MLM loss (nats)")
-axes[0].axhline(math.log(setup["vocab_size"]), color="grey", lw=0.8, ls="--")
-axes[1].axhline(math.log(setup["vocab_size"]), color="grey", lw=0.8, ls="--")
+unigram = runner.ensure_unigram().payload
+for ax in axes:
+    ax.axhline(math.log(setup["vocab_size"]), color="grey", lw=0.8, ls="--")
+    ax.axhline(unigram["validation_loss"], color="C3", lw=1.0, ls=":")
 axes[1].legend(fontsize="x-small", ncol=1, loc="center left", bbox_to_anchor=(1.01, 0.5))
 book.glue("fig_curves", fig)
 plt.close(fig)
 book.glue("log_vocab", math.log(setup["vocab_size"]))
+book.glue("unigram_loss", unigram["validation_loss"])
+book.glue("unigram_tokens", unigram["tokens"])
 
 # %% [markdown]
 # ```{glue:figure} fig_curves
@@ -150,8 +160,10 @@ book.glue("log_vocab", math.log(setup["vocab_size"]))
 # :name: fig-curves
 #
 # Masked-language-model loss of every variant of profile {glue:text}`profile_name`: training
-# (left, mean over each logging interval) and validation (right). Dashed: $\ln V$ =
-# {glue:text}`log_vocab:.2f`, the loss of a uniform guess over the vocabulary.
+# (left, mean over each logging interval) and validation (right). Dashed grey: $\ln V$ =
+# {glue:text}`log_vocab:.2f`, the loss of a uniform guess over the vocabulary; dotted red: the
+# unigram model's validation loss ({glue:text}`unigram_loss:.2f`; the training curves are on other
+# tokens and show it only as a guide).
 # ```
 #
 # ## Final validation loss
@@ -166,11 +178,20 @@ book.glue("worst_loss", final["validation loss"].iloc[-1])
 book.glue("loss_range", final["validation loss"].iloc[-1] - final["validation loss"].iloc[0])
 book.glue("none_rank", f"{ranked.index('none') + 1} of {len(ranked)}" if "none" in ranked else "not run")
 book.glue("none_loss", final.loc["none", "validation loss"] if "none" in final.index else math.nan)
+book.glue("below_unigram", f"{int((final['validation loss'] < unigram['validation_loss']).sum())} of {len(final)}")
+book.glue("unigram_margin", unigram["validation_loss"] - final["validation loss"].iloc[0])
+final.loc["baseline: unigram", ["validation loss", "perplexity"]] = [unigram["validation_loss"],
+                                                                    math.exp(unigram["validation_loss"])]
+final = final.sort_values("validation loss", kind="stable")
 final.style.format({"validation loss": "{:.3f}", "perplexity": "{:,.0f}", "tokens/s": "{:,.0f}",
-                    "wall (s)": "{:.1f}", "parameters": "{:,}"}).set_table_attributes('class="dataframe"')
+                    "wall (s)": "{:.1f}", "parameters": "{:,.0f}"}, na_rep="—").set_table_attributes('class="dataframe"')
 
 # %% [markdown]
-# The table lists the variants from the lowest final validation loss to the highest. The lowest is
+# The table lists the variants from the lowest final validation loss to the highest, with the
+# unigram model as the row **baseline: unigram** (scored on the same
+# {glue:text}`unigram_tokens` masked validation tokens): {glue:text}`below_unigram` variants have
+# a lower loss; the best variant is {glue:text}`unigram_margin:.3f` nats below it (negative:
+# above it). The lowest is
 # {glue:text}`best_variant`'s ({glue:text}`best_loss:.3f`), the highest
 # {glue:text}`worst_variant`'s ({glue:text}`worst_loss:.3f`), a range of
 # {glue:text}`loss_range:.3f` nats. BERT without any position embedding ranks

@@ -48,6 +48,7 @@ import seaborn as sns
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
 from pe_lib import book, report
+from pe_lib.experiments import baselines
 
 book.record_names(globals())
 
@@ -100,8 +101,18 @@ origin.style.set_table_attributes('class="dataframe"')
 # an unanswerable question scores 1 only for an empty answer). "average" is the mean of the
 # columns, per seed. Cells give the mean over seeds ± the standard deviation over seeds;
 # {glue:text}`spread_note`. The best mean of each column is in bold and marked ▲ (no mark where
-# every variant ties). The last row
-# always answers "no answer": it scores the share of unanswerable questions on v2.0 and 0 on v1.1.
+# every variant ties). On SQuAD v2.0 a model answers "no answer" when its null ([CLS]) score beats
+# its best span by more than a threshold, chosen, as the official v2.0 evaluation does, to
+# maximise F1 on the validation split, then applied to the test split (shown with
+# `split="validation"`, the v2.0 scores are optimistic: the threshold was chosen on those questions).
+#
+# The last three rows are baselines, not variants: fixed rules scored with the same code on the
+# same questions (`pe_lib.experiments.baselines`). **baseline: best constant** always answers "no
+# answer" (the only constant that scores: the share of unanswerable questions on v2.0, 0 on
+# v1.1); **baseline: first sentence** answers the first sentence of the context; **baseline:
+# question overlap** answers the sentence of the context that shares the most words with the
+# question (the sliding-window baseline of the SQuAD paper, one sentence at a time). A sentence is
+# rarely an exact answer (EM near 0), but it earns F1 for the words it shares with the answer.
 
 # %%
 kinds = {t: "span" for t in task_names}
@@ -110,15 +121,14 @@ records = report.score_records(finetuned, kinds, split)
 per_seed = report.per_seed_by_metric(records, SHORT).join(
     report.per_seed_scores(records, {"average": task_names})[["average"]])
 summary = report.summarise(per_seed)
-BASELINE = "baseline (no answer)"
-baseline = {(BASELINE, t, 0): {split: report.no_answer_baseline(runner.task(t).splits[split]["answers"])}
-            for t in task_names}
-baseline_records = report.score_records(baseline, kinds, split)
+RULES = [baselines.LABELS[name] for name in baselines.SPAN_RULES]
+CONSTANT = baselines.LABELS["constant"]
+baseline_records = report.score_records(baselines.baseline_payloads(runner, task_names), kinds, split)
 baseline_summary = report.summarise(report.per_seed_by_metric(baseline_records, SHORT).join(
     report.per_seed_scores(baseline_records, {"average": task_names})[["average"]]))
 book.glue("spread_note", f"each variant was fine-tuned with {len(seed_list)} seeds" if len(seed_list) > 1
           else "with one seed per variant, as here, the spread is undefined and only the mean is shown")
-report.style_summary(pd.concat([summary, baseline_summary]), exclude=[BASELINE])
+report.style_summary(pd.concat([summary, baseline_summary]), exclude=RULES)
 
 # %%
 best = report.best_per_column(summary)
@@ -128,7 +138,16 @@ book.glue("best_average", report.best_text(best["average"], len(summary)))
 book.glue("best_average_value", average.iloc[0] if len(average) else math.nan)
 book.glue("worst_average", str(average.index[-1]) if len(average) else "none")
 book.glue("worst_average_value", average.iloc[-1] if len(average) else math.nan)
-book.glue("baseline_average", baseline_summary.loc[BASELINE, ("average", "mean")])
+floor = baseline_summary.xs("mean", axis=1, level=1)
+book.glue("baseline_average", floor.loc[CONSTANT, "average"])
+best_rule = floor["average"].idxmax()
+book.glue("best_rule", best_rule.removeprefix("baseline: "))
+book.glue("best_rule_average", floor.loc[best_rule, "average"])
+book.glue("above_rules", f"{int((average > floor['average'].max()).sum())} of {len(average)}")
+unbeaten = [f"{c} ({floor[c].idxmax().removeprefix('baseline: ')}, {floor[c].max():.1f})"
+            for c in per_seed.columns if c != "average" and not (means[c] > floor[c].max()).any()]
+book.glue("rules_unbeaten", "; ".join(unbeaten) if unbeaten else "none")
+book.glue("v2_note", baselines.null_threshold_note(finetuned, means, floor.loc[CONSTANT]))
 book.glue("ape_learned_average", average.get("ape-learned", math.nan))
 book.glue("none_average", average.get("none", math.nan))
 book.glue("none_rank", f"{list(average.index).index('none') + 1} of {len(average)}" if "none" in average.index
@@ -142,7 +161,7 @@ book.glue("per_task_best", "; ".join(f"{c}: {report.best_text(best[c], len(summa
                                      for c in per_seed.columns if c != "average"))
 
 sns.set_theme(style="whitegrid", context="notebook")
-long = per_seed.reset_index().melt(id_vars=["variant", "seed"], var_name="column", value_name="score")
+long = per_seed.reset_index().melt(id_vars=["variant", "pretrain_seed", "seed"], var_name="column", value_name="score")
 order = list(average.index) + [v for v in names if v not in average.index]
 columns = list(per_seed.columns)
 fig, axes = plt.subplots(1, len(columns), figsize=(2.6 * len(columns) + 2, 0.32 * len(names) + 1.8),
@@ -150,7 +169,8 @@ fig, axes = plt.subplots(1, len(columns), figsize=(2.6 * len(columns) + 2, 0.32 
 for ax, column in zip(axes.flat, columns):
     sns.pointplot(long[long["column"] == column], x="score", y="variant", order=order, errorbar="sd",
                   linestyle="none", ax=ax, color="C2", markersize=4)
-    ax.axvline(baseline_summary.loc[BASELINE, (column, "mean")], color="grey", ls="--", lw=0.8)
+    ax.axvline(floor.loc[CONSTANT, column], color="grey", ls="--", lw=0.8)
+    ax.axvline(floor[column].max(), color="C3", ls=":", lw=1.0)
     ax.set(title=column, xlabel="score (%)", ylabel="")
 book.glue("fig_scores", fig)
 plt.close(fig)
@@ -162,14 +182,17 @@ plt.close(fig)
 #
 # Span-prediction scores on the {glue:text}`split` split (percent; dots: mean over seeds, bars:
 # ± one standard deviation when there is more than one seed), variants sorted by their average.
-# Dashed: always answering "no answer".
+# Dashed grey: always answering "no answer"; dotted red: the best of the fixed rules.
 # ```
 #
 # ## What this run shows
 #
 # The best average is {glue:text}`best_average` ({glue:text}`best_average_value:.1f`), the lowest
 # {glue:text}`worst_average` ({glue:text}`worst_average_value:.1f`); always answering "no answer"
-# averages {glue:text}`baseline_average:.1f`. Fully learnable APE averages
+# averages {glue:text}`baseline_average:.1f`, the best fixed rule ({glue:text}`best_rule`)
+# {glue:text}`best_rule_average:.1f`, and {glue:text}`above_rules` variants beat every rule on
+# average. Columns on which no variant beats the best rule (the rule and its score):
+# {glue:text}`rules_unbeaten`. {glue:text}`v2_note` Fully learnable APE averages
 # {glue:text}`ape_learned_average:.1f`, and {glue:text}`rpe_above_ape` models with an RPE (a
 # table of offset vectors, `rpe-*`) score higher (the paper: almost all, clearly). Without
 # position embedding the average is {glue:text}`none_average:.1f`, rank

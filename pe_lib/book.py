@@ -50,6 +50,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pe_lib.errors import InputError, PeLibError
+
 #: The repository (Colab install cells and the book's repository/launch buttons use it too;
 #: ``tests/test_book.py`` checks that ``_config.yml`` and the notebooks agree).
 REPOSITORY_URL = "https://github.com/pe-book/pe-lib"
@@ -101,14 +103,18 @@ NOTEBOOKS_DIR = "notebooks"
 BOOK_DIR = "book"
 KERNEL_NAME = "python3"
 _SNAPSHOT_KEY = "__pe_lib_names_before_parameters__"
-# Names IPython (re)binds on its own between cells: _, __, ___, _i, _ii, _iii, _iN, _N, _oh, _dh, ...
-_IPYTHON_NAMES = re.compile(r"^(_+|_i+|_i\d+|_\d+|_oh|_dh|_exit_code|In|Out|__\w*__)$")
+# Names IPython rebinds on its own between cells: the input history (_i, _ii, _iii, _iN: strings
+# of ``In``) and the output history (_, __, ___, _N: objects of ``Out``). Python adds the module's
+# annotations when the parameters cell runs. Any other new or rebound name is a parameter.
+_IPYTHON_INPUTS = re.compile(r"^(_i|_ii|_iii|_i\d+)$")
+_IPYTHON_OUTPUTS = re.compile(r"^(_|__|___|_\d+)$")
+_PYTHON_NAMES = ("__annotations__", "__annotate__")
 
 
 # ----------------------------------------------------------------------------- parameters
 
 
-class ParameterError(ValueError):
+class ParameterError(InputError):
     """An unknown or wrongly typed notebook parameter."""
 
 
@@ -214,8 +220,8 @@ def check_notebook_parameters(namespace: dict) -> dict[str, Any]:
     new = {
         name: value
         for name, value in namespace.items()
-        if not _IPYTHON_NAMES.match(name) and name not in declared
-        and (name not in before or before[name] is not value)
+        if name not in declared and (name not in before or before[name] is not value)
+        and not _bound_by_ipython(name, value, before)
     }
     if new:
         check_parameters(new, declared)  # raises: every undeclared new name is unknown
@@ -223,6 +229,20 @@ def check_notebook_parameters(namespace: dict) -> dict[str, Any]:
     if missing:
         raise ParameterError(f"parameter {missing[0]!r} is annotated but has no value in the parameters cell")
     return check_parameters({name: namespace[name] for name in declared}, declared)
+
+
+def _bound_by_ipython(name: str, value, before: dict) -> bool:
+    """Whether IPython (or Python) could have bound ``name`` to ``value`` since
+    :func:`record_names`: an input-history name holding one of ``In``'s strings, an output-history
+    name holding one of ``Out``'s objects, or the module's annotations. ``-p In 1`` or
+    ``-p __foo__ 1`` is none of these, so it is an unknown parameter."""
+    if name in _PYTHON_NAMES or name == _SNAPSHOT_KEY:
+        return True
+    if _IPYTHON_INPUTS.match(name):
+        return isinstance(value, str) and any(value == text for text in before.get("In", ()))
+    if _IPYTHON_OUTPUTS.match(name):
+        return any(value is output for output in dict(before.get("Out", {})).values())
+    return False
 
 
 def declared_parameters(notebook) -> dict[str, Any]:
@@ -283,7 +303,7 @@ def glue(name: str, value: Any, display: bool = False) -> None:
 # ----------------------------------------------------------------------------- building
 
 
-class BookError(RuntimeError):
+class BookError(PeLibError, RuntimeError):
     """A one-line reason why the book could not be built."""
 
 

@@ -5,15 +5,23 @@ only thing a variant changes is where position enters (see ``pe_lib.positions``)
 
     x^0_i = LN(WE(w_i) + TE(t_i) [+ p_i])                                   input (APE)
     s_ij  = rot(q_i) . rot(k_j) / sqrt(d) [+ b_ij]                          rotation / score bias
-    x^l   = LN(h + FFN(h)),  h = LN(x^{l-1} + Attn(x^{l-1}))                 every layer
+    x^l   = LN(h + FFN(h)),  h = LN(x^{l-1} + Attn(x^{l-1}))                 every layer (post-LN)
+
+``layer_norm="pre"`` departs from BERT with the pre-LN layer of Xiong et al. (2020), which trains
+stably at the larger learning rates a tiny budget needs: x^l = h + FFN(LN(h)),
+h = x^{l-1} + Attn(LN(x^{l-1})), and one LN after the last layer.
 
 Attention runs through ``torch.nn.functional.scaled_dot_product_attention`` with the padding mask
-and every relative term folded into one additive float mask.
+and every relative term folded into one additive float mask (``attn_implementation="sdpa"``, the
+default), except where the probabilities themselves are needed: attentions requested, or attention
+dropout while training (drawn by :func:`dropout_`, which SDPA cannot do); those, and every forward
+under ``attn_implementation="eager"``, take the explicit softmax path.
 """
 from __future__ import annotations
 
 import math
 from contextlib import contextmanager
+from pathlib import Path
 
 import torch
 import torch.nn as nn
@@ -29,6 +37,7 @@ from transformers import (
 )
 from transformers import initialization as init
 from transformers.activations import ACT2FN
+from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.utils import logging as hf_logging
 from transformers.modeling_outputs import (
     BaseModelOutputWithPooling,
@@ -37,7 +46,13 @@ from transformers.modeling_outputs import (
     SequenceClassifierOutput,
 )
 
+from pe_lib.io import atomic_write_text
 from pe_lib.positions import AbsolutePE, PositionEmbedding, RelativePE, build_absolute, build_relative, parse_variant
+
+#: Where each layer normalises: BERT's "post" (after the residual sum) or "pre" (before each sublayer).
+LAYER_NORMS = ("post", "pre")
+#: The ``attn_implementation`` values this model runs (HF's names); the first is the default.
+ATTENTION_IMPLEMENTATIONS = ("sdpa", "eager")
 
 
 class PEBertConfig(PretrainedConfig):
@@ -71,6 +86,8 @@ class PEBertConfig(PretrainedConfig):
         t5_num_buckets: int = 32,
         t5_max_distance: int = 128,
         classifier_dropout: float | None = None,
+        layer_norm: str = "post",
+        position_init_std: float | None = None,
         **kwargs,
     ):
         self.position_embedding = parse_variant(position_embedding).name  # validates, canonical order
@@ -97,6 +114,11 @@ class PEBertConfig(PretrainedConfig):
         self.t5_num_buckets = t5_num_buckets
         self.t5_max_distance = t5_max_distance
         self.classifier_dropout = classifier_dropout
+        if layer_norm not in LAYER_NORMS:
+            raise ValueError(f"layer_norm must be one of {', '.join(LAYER_NORMS)}, got {layer_norm!r}")
+        self.layer_norm = layer_norm
+        # init std of the learned position tables (APE, RPE, T5 buckets); None: initializer_range
+        self.position_init_std = position_init_std
         kwargs.setdefault("tie_word_embeddings", True)
         super().__init__(pad_token_id=pad_token_id, **kwargs)
 
@@ -144,25 +166,33 @@ class Embeddings(nn.Module):
         self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = Dropout(config.hidden_dropout_prob)
 
-    def forward(self, input_ids, token_type_ids=None, position_ids=None):
-        B, n = input_ids.shape
-        x = self.word(input_ids)  # (B, n, H)
+    def forward(self, input_ids=None, token_type_ids=None, position_ids=None, inputs_embeds=None):
+        """Exactly one of ``input_ids`` (B, n) and ``inputs_embeds`` (B, n, H), as in HF's BERT."""
+        if (input_ids is None) == (inputs_embeds is None):
+            raise ValueError("give exactly one of input_ids and inputs_embeds")
+        x = self.word(input_ids) if inputs_embeds is None else inputs_embeds  # (B, n, H)
+        B, n = x.shape[:2]
         if token_type_ids is None:
             x = x + self.token_type.weight[0]  # (B, n, H)
         else:
             x = x + self.token_type(token_type_ids)  # (B, n, H)
         if self.position is not None:
             if position_ids is None:
-                position_ids = torch.arange(n, device=input_ids.device).expand(B, n)  # (B, n)
+                position_ids = torch.arange(n, device=x.device).expand(B, n)  # (B, n)
             x = x + self.position(position_ids)  # (B, n, H)
         return self.dropout(self.norm(x))  # (B, n, H)
 
 
 class SelfAttention(nn.Module):
-    """Multi-head self-attention with the relative hooks: rotate q/k, then add the score bias."""
+    """Multi-head self-attention with the relative hooks: rotate q/k, then add the score bias.
+
+    Reads ``config._attn_implementation`` at every call, so ``set_attn_implementation`` takes effect
+    at once: ``"sdpa"`` runs the fused kernel unless the probabilities are needed (returned, or
+    dropped out in training), ``"eager"`` always the explicit softmax."""
 
     def __init__(self, config: PEBertConfig):
         super().__init__()
+        self.config = config
         self.n_heads = config.num_attention_heads
         self.head_dim = config.head_dim
         self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size)
@@ -182,7 +212,7 @@ class SelfAttention(nn.Module):
             mask = mask.to(q.dtype)
         dropout = self.dropout_p if self.training else 0.0
         probs = None
-        if output_attentions or dropout > 0:  # explicit softmax: the probabilities are needed, or dropped out
+        if output_attentions or dropout > 0 or self.config._attn_implementation == "eager":  # explicit softmax
             scores = (q * (1 / math.sqrt(self.head_dim))) @ k.transpose(-1, -2)  # (B, h, n, n), scaled on the smaller q
             if mask is not None:
                 scores = scores.add_(mask)  # (B, h, n, n)
@@ -194,8 +224,12 @@ class SelfAttention(nn.Module):
         return self.out(y), probs if output_attentions else None
 
 
-class Layer(nn.Module):
-    """One post-LN BERT layer: h = LN(x + Attn(x)); y = LN(h + FFN(h))."""
+class Layer(GradientCheckpointingLayer):
+    """One BERT layer, post-LN: h = LN(x + Attn(x)), y = LN(h + FFN(h)); or pre-LN:
+    h = x + Attn(LN(x)), y = h + FFN(LN(h)) (``config.layer_norm``). Under activation
+    checkpointing the layer is recomputed in the backward pass (its inputs are positional, as
+    ``GradientCheckpointingLayer`` needs); torch's checkpoint restores the RNG state, so the
+    recomputation draws the same dropout masks."""
 
     def __init__(self, config: PEBertConfig):
         super().__init__()
@@ -206,12 +240,19 @@ class Layer(nn.Module):
         self.ffn_out = nn.Linear(config.intermediate_size, config.hidden_size)
         self.ffn_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = Dropout(config.hidden_dropout_prob)
+        self.pre_norm = config.layer_norm == "pre"
 
     def forward(self, x, mask, relative, output_attentions=False):
+        if self.pre_norm:
+            a, probs = self.attention(self.attention_norm(x), mask, relative, output_attentions)  # (B, n, H)
+            h = x + self.dropout(a)  # (B, n, H)
+            return h + self.dropout(self.ffn(self.ffn_norm(h))), probs  # (B, n, H)
         a, probs = self.attention(x, mask, relative, output_attentions)  # (B, n, H)
         h = self.attention_norm(x + self.dropout(a))  # (B, n, H)
-        f = self.ffn_out(self.act(self.ffn_in(h)))  # (B, n, H)
-        return self.ffn_norm(h + self.dropout(f)), probs  # (B, n, H)
+        return self.ffn_norm(h + self.dropout(self.ffn(h))), probs  # (B, n, H)
+
+    def ffn(self, h):  # (B, n, H) -> (B, n, H)
+        return self.ffn_out(self.act(self.ffn_in(h)))
 
 
 # ----------------------------------------------------------------------------- HF classes
@@ -220,8 +261,39 @@ class Layer(nn.Module):
 class PEBertPreTrainedModel(PreTrainedModel):
     config_class = PEBertConfig
     base_model_prefix = "bert"
-    supports_gradient_checkpointing = False
+    supports_gradient_checkpointing = True
+    _supports_sdpa = True
     _no_split_modules = ["Layer"]
+
+    def get_correct_attn_implementation(self, requested_attention: str | None, is_init_check: bool = False) -> str:
+        """HF's check, narrowed to what :class:`SelfAttention` runs: ``sdpa`` (default) or ``eager``."""
+        if requested_attention is not None and requested_attention not in ATTENTION_IMPLEMENTATIONS:
+            raise ValueError(f"attn_implementation {requested_attention!r} is not supported by pe-bert; "
+                             f"valid: {', '.join(ATTENTION_IMPLEMENTATIONS)}")
+        return super().get_correct_attn_implementation(requested_attention, is_init_check)
+
+    @classmethod
+    def _can_set_attn_implementation(cls) -> bool:
+        """True: the attention reads the implementation from the config at every call (HF's own test
+        is a heuristic on the source, looking for its ``AttentionInterface``, which is not used here)."""
+        return True
+
+    def save_pretrained(self, save_directory, is_main_process: bool = True, **kwargs):
+        """HF's ``save_pretrained``, plus a model card (``README.md``, unless the folder has one)
+        that says how to load the folder. ``pe-bert`` is not a transformers model type and
+        transformers 5 has no hook to name the package that provides an unknown one: without
+        ``import pe_lib`` it fails with "does not recognize this architecture" and advises
+        upgrading transformers, so the card is where a user learns to import the package."""
+        super().save_pretrained(save_directory, is_main_process=is_main_process, **kwargs)
+        card = Path(save_directory) / "README.md"
+        if is_main_process and not card.exists():
+            atomic_write_text(card, model_card(self.config, type(self).__name__))
+
+    def returned(self, output, return_dict: bool | None):
+        """``output``, or (``return_dict`` False, or None with ``config.return_dict`` False) its
+        fields that are not None as a tuple, as HF models return."""
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        return output if return_dict else output.to_tuple()
 
     def _init_weights(self, module):
         """BERT's init: N(0, initializer_range) weights, zero biases, unit LayerNorm; PE modules reset
@@ -252,6 +324,8 @@ class PEBertModel(PEBertPreTrainedModel):
         self.embeddings = Embeddings(config)
         self.relative = build_relative(parse_variant(config.position_embedding), config)
         self.layers = nn.ModuleList(Layer(config) for _ in range(config.num_hidden_layers))
+        # pre-LN: the residual stream is normalised once after the last layer
+        self.final_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps) if config.layer_norm == "pre" else None
         self.pooler = nn.Linear(config.hidden_size, config.hidden_size) if add_pooling_layer else None
         self.post_init()
 
@@ -282,29 +356,38 @@ class PEBertModel(PEBertPreTrainedModel):
 
     def forward(
         self,
-        input_ids: torch.Tensor,
+        input_ids: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
         token_type_ids: torch.Tensor | None = None,
         position_ids: torch.Tensor | None = None,
-        output_attentions: bool = False,
-        output_hidden_states: bool = False,
+        inputs_embeds: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
         **kwargs,
-    ) -> BaseModelOutputWithPooling:
-        x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, n, H)
-        mask = self.additive_mask(attention_mask, input_ids.shape[1], torch.float32)
+    ) -> BaseModelOutputWithPooling | tuple:
+        """HF's BertModel arguments; ``output_*`` and ``return_dict`` default to the config's."""
+        if output_attentions is None:
+            output_attentions = self.config.output_attentions
+        if output_hidden_states is None:
+            output_hidden_states = self.config.output_hidden_states
+        x = self.embeddings(input_ids, token_type_ids, position_ids, inputs_embeds)  # (B, n, H)
+        mask = self.additive_mask(attention_mask, x.shape[1], torch.float32)
         hidden, attentions = (x,), ()
         for i, layer in enumerate(self.layers):
             x, probs = layer(x, mask, self.relative_for(i), output_attentions)  # (B, n, H)
             hidden += (x,)
             attentions += (probs,)
+        if self.final_norm is not None:
+            x = self.final_norm(x)  # (B, n, H)
+            hidden = hidden[:-1] + (x,)
         pooled = torch.tanh(self.pooler(x[:, 0])) if self.pooler is not None else None  # (B, H)
-        return BaseModelOutputWithPooling(
+        return self.returned(BaseModelOutputWithPooling(
             last_hidden_state=x,
             pooler_output=pooled,
             hidden_states=hidden if output_hidden_states else None,
             attentions=attentions if output_attentions else None,
-        )
+        ), return_dict)
 
 
 class MLMHead(nn.Module):
@@ -339,11 +422,21 @@ class PEBertForMaskedLM(PEBertPreTrainedModel):
         return self.head.decoder
 
     def set_output_embeddings(self, new_embeddings):
+        """Also resizes the output bias to the new vocabulary (kept rows keep their values, new rows
+        start at 0), as HF's BertForMaskedLM's bias follows its decoder's: ``resize_token_embeddings``
+        calls this with the resized decoder."""
         self.head.decoder = new_embeddings
+        old = self.head.bias
+        if old.shape[0] != new_embeddings.out_features:
+            bias = torch.zeros(new_embeddings.out_features, dtype=old.dtype, device=old.device)  # (V',)
+            kept = min(old.shape[0], bias.shape[0])
+            bias[:kept] = old.detach()[:kept]
+            self.head.bias = nn.Parameter(bias, requires_grad=old.requires_grad)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,
-                output_attentions=False, output_hidden_states=False, return_dict=None, **kwargs):
-        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, output_attentions, output_hidden_states)
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None, inputs_embeds=None,
+                labels=None, output_attentions=None, output_hidden_states=None, return_dict=None, **kwargs):
+        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
+                        output_hidden_states, return_dict=True)
         h = out.last_hidden_state  # (B, n, H)
         loss = None
         if labels is None:
@@ -352,7 +445,8 @@ class PEBertForMaskedLM(PEBertPreTrainedModel):
             selected = labels != -100  # (B, n)
             logits = self.head(h[selected])  # (n_masked, V)
             loss = F.cross_entropy(logits.float(), labels[selected])
-        return MaskedLMOutput(loss=loss, logits=logits, hidden_states=out.hidden_states, attentions=out.attentions)
+        output = MaskedLMOutput(loss=loss, logits=logits, hidden_states=out.hidden_states, attentions=out.attentions)
+        return self.returned(output, return_dict)
 
 
 class PEBertForSequenceClassification(PEBertPreTrainedModel):
@@ -368,9 +462,10 @@ class PEBertForSequenceClassification(PEBertPreTrainedModel):
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,
-                output_attentions=False, output_hidden_states=False, return_dict=None, **kwargs):
-        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, output_attentions, output_hidden_states)
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None, inputs_embeds=None,
+                labels=None, output_attentions=None, output_hidden_states=None, return_dict=None, **kwargs):
+        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
+                        output_hidden_states, return_dict=True)
         logits = self.classifier(self.dropout(out.pooler_output))  # (B, num_labels)
         loss = None
         if labels is not None:
@@ -378,7 +473,9 @@ class PEBertForSequenceClassification(PEBertPreTrainedModel):
                 loss = F.mse_loss(logits.squeeze(-1).float(), labels.float())
             else:
                 loss = F.cross_entropy(logits.float(), labels.long())
-        return SequenceClassifierOutput(loss=loss, logits=logits, hidden_states=out.hidden_states, attentions=out.attentions)
+        output = SequenceClassifierOutput(loss=loss, logits=logits, hidden_states=out.hidden_states,
+                                          attentions=out.attentions)
+        return self.returned(output, return_dict)
 
 
 class PEBertForQuestionAnswering(PEBertPreTrainedModel):
@@ -391,9 +488,11 @@ class PEBertForQuestionAnswering(PEBertPreTrainedModel):
         self.qa_outputs = nn.Linear(config.hidden_size, 2)
         self.post_init()
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, start_positions=None,
-                end_positions=None, output_attentions=False, output_hidden_states=False, return_dict=None, **kwargs):
-        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, output_attentions, output_hidden_states)
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None, inputs_embeds=None,
+                start_positions=None, end_positions=None, output_attentions=None, output_hidden_states=None,
+                return_dict=None, **kwargs):
+        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
+                        output_hidden_states, return_dict=True)
         start, end = self.qa_outputs(out.last_hidden_state).float().unbind(-1)  # (B, n) each
         loss = None
         if start_positions is not None and end_positions is not None:
@@ -401,9 +500,42 @@ class PEBertForQuestionAnswering(PEBertPreTrainedModel):
             ignored = n  # out-of-range targets are clamped to n and ignored
             s, e = start_positions.clamp(0, ignored), end_positions.clamp(0, ignored)
             loss = (F.cross_entropy(start, s, ignore_index=ignored) + F.cross_entropy(end, e, ignore_index=ignored)) / 2
-        return QuestionAnsweringModelOutput(
+        output = QuestionAnsweringModelOutput(
             loss=loss, start_logits=start, end_logits=end, hidden_states=out.hidden_states, attentions=out.attentions
         )
+        return self.returned(output, return_dict)
+
+
+def model_card(config: PEBertConfig, class_name: str) -> str:
+    """The model card of a saved pe-bert folder: what the model is and how to load it."""
+    return f"""---
+library_name: transformers
+tags: [pe-lib, bert, position-embeddings]
+---
+# pe-bert `{config.position_embedding}` ({class_name})
+
+A BERT encoder ({config.num_hidden_layers} layers, hidden size {config.hidden_size}, \
+{config.num_attention_heads} heads, vocabulary {config.vocab_size}) whose position embedding is \
+`{config.position_embedding}`, from pe-book's `pe_lib` (a reproduction of "On Position Embeddings in BERT", \
+ICLR 2021).
+
+## How to load
+
+`pe-bert` is not a model type that transformers knows: the `pe_lib` package registers it with the \
+Auto classes when it is imported (no `trust_remote_code`). Install the `pe-lib` package (from a clone \
+of the pe-book repository: `pip install .`), import it, then load as usual:
+
+```python
+import pe_lib  # registers model_type "pe-bert"
+from transformers import AutoModelForMaskedLM
+
+model = AutoModelForMaskedLM.from_pretrained("path/to/this/folder")
+```
+
+Without `import pe_lib`, transformers stops with "The checkpoint you are trying to load has model type \
+`pe-bert` but Transformers does not recognize this architecture" and suggests upgrading transformers; \
+upgrading does not help, importing `pe_lib` does.
+"""
 
 
 @contextmanager

@@ -25,6 +25,8 @@ Choices the paper leaves open, and what this module does (each is a config field
   vector, which holds for ``[sin(w|m|), cos(w|m|)]`` (``rpe_sin_direction_blind=True``, default);
   NEZHA's ``[sin(w m), cos(w m)]`` is the ``False`` setting.
 * RPE vectors are per layer (Shaw et al.), shared by the heads, and sized like one head.
+* the init of the learned tables (APE, RPE, T5 buckets): ``N(0, position_init_std)``, by default
+  ``initializer_range``; 0 starts them at zero, so that a learned APE is not input noise at first.
 * Huang et al. 2020's key-side term ``k_j . r_{i-j}`` (HF v4 ``relative_key_query``): ``rpe_key_query``.
 
 A score-bias variant may also carry the modifier ``untie-cls`` (e.g. ``"rpe-learned+untie-cls"``):
@@ -40,6 +42,7 @@ import torch
 import torch.nn as nn
 from transformers import initialization as init
 
+from pe_lib.errors import InputError
 from pe_lib.sinusoid import frequencies
 
 # ----------------------------------------------------------------------------- registry
@@ -74,13 +77,13 @@ class Variant:
 
 
 def parse_variant(name: str) -> Variant:
-    """Parse ``"ape-x+rpe-y"``; raise ValueError naming the valid choices on bad input."""
+    """Parse ``"ape-x+rpe-y"``; raise InputError (a ValueError) naming the valid choices on bad input."""
     if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"variant must be a non-empty string; valid basic names: {', '.join(PE_VARIANTS)}")
+        raise InputError(f"variant must be a non-empty string; valid basic names: {', '.join(PE_VARIANTS)}")
     parts = [p.strip() for p in name.split("+")]
     unknown = [p for p in parts if p not in _REGISTRY and p != UNTIE_CLS]
     if unknown:
-        raise ValueError(
+        raise InputError(
             f"unknown position embedding {unknown[0]!r} in {name!r}; "
             f"valid basic names: {', '.join(PE_VARIANTS)} (combine one ape-* with one relative kind by '+', "
             f"and add '+{UNTIE_CLS}' to a score-bias kind)"
@@ -89,14 +92,14 @@ def parse_variant(name: str) -> Variant:
         return _with_untied_cls(name, [p for p in parts if p != UNTIE_CLS])
     if "none" in parts:
         if len(parts) > 1:
-            raise ValueError(f"'none' cannot be combined with other position embeddings (got {name!r})")
+            raise InputError(f"'none' cannot be combined with other position embeddings (got {name!r})")
         return Variant(None, None)
     absolutes = [p for p in parts if _REGISTRY[p].integration == "input"]
     relatives = [p for p in parts if _REGISTRY[p].integration != "input"]
     if len(absolutes) > 1:
-        raise ValueError(f"at most one absolute PE per variant, got {absolutes} in {name!r}")
+        raise InputError(f"at most one absolute PE per variant, got {absolutes} in {name!r}")
     if len(relatives) > 1:
-        raise ValueError(f"at most one relative PE (rpe-*, rope, alibi, t5-bias) per variant, got {relatives} in {name!r}")
+        raise InputError(f"at most one relative PE (rpe-*, rope, alibi, t5-bias) per variant, got {relatives} in {name!r}")
     return Variant(absolutes[0] if absolutes else None, relatives[0] if relatives else None)
 
 
@@ -105,7 +108,7 @@ def _with_untied_cls(name: str, parts: list[str]) -> Variant:
     biases = _bias_kinds()
     base = parse_variant("+".join(parts)) if parts else Variant(None, None)
     if base.relative not in biases:
-        raise ValueError(f"{UNTIE_CLS!r} unties [CLS] from a relative score bias, so {name!r} needs one of "
+        raise InputError(f"{UNTIE_CLS!r} unties [CLS] from a relative score bias, so {name!r} needs one of "
                          f"{', '.join(biases)}")
     return Variant(base.absolute, base.relative, untie_cls=True)
 
@@ -127,6 +130,12 @@ def _bias_kinds() -> list[str]:
 
 
 # ----------------------------------------------------------------------------- shared maths
+
+
+def position_init_std(config) -> float:
+    """The init std of the learned position tables: ``config.position_init_std``, else ``initializer_range``."""
+    std = getattr(config, "position_init_std", None)
+    return config.initializer_range if std is None else std
 
 
 def sinusoid_frequencies(dim: int, base: float) -> torch.Tensor:
@@ -195,6 +204,11 @@ class AbsolutePE(PositionEmbedding):
                 f"{self.max_positions} positions (max_position_embeddings); use a shorter input "
                 "or a relative/sinusoidal variant"
             )
+        if bool((position_ids == position_ids[:1]).all()):  # the usual case: every row the same positions
+            # One lookup per position, broadcast over the batch: the table's gradient is then a sum
+            # over the batch (a deterministic reduction) instead of B*n rows scattered into n with
+            # index_put(accumulate=True), whose order, and so whose bits, vary with two threads.
+            return self.vectors(position_ids[0]).expand(*position_ids.shape, -1)  # (B, n, H)
         flat = self.vectors(position_ids.reshape(-1))  # (B*n, H)
         return flat.view(*position_ids.shape, -1)  # (B, n, H)
 
@@ -238,7 +252,7 @@ class LearnedAPE(AbsolutePE):
     def __init__(self, config):
         super().__init__()
         self.max_positions = config.max_position_embeddings
-        self.std = config.initializer_range
+        self.std = position_init_std(config)
         self.weight = nn.Parameter(torch.empty(config.max_position_embeddings, config.hidden_size))
         self.reset_tensors()
 
@@ -329,7 +343,7 @@ class LearnedRPE(OffsetTableRPE):
 
     def __init__(self, config):
         super().__init__(config)
-        self.std = config.initializer_range
+        self.std = position_init_std(config)
         self.weight = nn.Parameter(torch.empty(2 * self.max_distance + 1, self.head_dim))
         self.reset_tensors()
 
@@ -414,7 +428,7 @@ class T5Bias(RelativePE):
         super().__init__()
         self.num_buckets = config.t5_num_buckets
         self.max_distance = config.t5_max_distance
-        self.std = config.initializer_range
+        self.std = position_init_std(config)
         self.weight = nn.Parameter(torch.empty(self.num_buckets, config.num_attention_heads))
         self.reset_tensors()
 

@@ -10,46 +10,39 @@ Every fine-tuning metric is reported in percent: GLUE-style metrics (accuracy, F
 Pearson/Spearman correlations, in ``[-1, 1]``) are multiplied by 100, SQuAD's exact match and F1
 are percentages already. The **score of a task** is the mean of its metrics (the GLUE benchmark's
 convention for MRPC and STS-B; for SQuAD the mean of EM and F1). The **average** of a group of
-tasks (classification, span prediction) is computed per seed, over the tasks of the group, then
-summarised over seeds like a task. The spread is the sample standard deviation over seeds
-(``ddof=1``); with one seed it is undefined (NaN).
+tasks (classification, span prediction) is computed per run (one pretraining seed, one
+fine-tuning seed), over the tasks of the group, then summarised like a task. Per-seed tables are
+indexed ``(variant, pretrain_seed, seed)``. A variant's mean is the mean of its pretrained
+models' means; the spread is the sample standard deviation of single runs (``ddof=1``); with one
+run it is undefined (NaN).
 
 Verdicts
 --------
-A claim of the paper is reduced to pairwise comparisons "``better`` scores higher than ``worse``
-on ``column``" (a task or a group average) and a quantifier. Each comparison has
-
-* the difference ``d = mean(better) - mean(worse)`` over seeds, and
-* the spread ``s = max(sd(better), sd(worse))``, the larger of the two seed standard deviations;
-
-its outcome is ``+1`` (as claimed) when ``d > s``, ``-1`` (against the claim) when ``d < -s``,
-``0`` (within the spread) otherwise. With fewer than two seeds on either side ``s`` is undefined
-and the outcome is ``0``. The verdict of the claim, from its outcomes:
-
-* quantifier ``all`` ("X is best", "every Y beats X"): *supported* if every outcome is ``+1``,
-  *contradicted* if any is ``-1``;
-* ``most`` ("almost every", "relatively better"): *supported* if more than half are ``+1``,
-  *contradicted* if at least half are ``-1``;
-* ``any`` ("does not always help"): *supported* if at least one is ``+1``, *contradicted* if all
-  are ``-1``;
-* otherwise *inconclusive*: "inconclusive (one seed: no spread)" when the spread is undefined,
-  "inconclusive (differences within the spread)" else. A claim none of whose variants were run
-  is "not tested (variants absent)".
+Claims about scores are tested by :mod:`pe_lib.experiments.stats` (its docstring gives the rule
+and why): each comparison "``better`` scores higher than ``worse`` on ``column``" gets its effect
+with an interval from both variance sources (pretraining seeds, fine-tuning seeds nested in them),
+a claim's comparisons are corrected for multiplicity (Holm), and an undecided claim reports the
+smallest effect its seeds could detect. :class:`Comparison`, :class:`Claim`, :func:`assess`,
+:func:`assess_claims` and :func:`comparison_table` are re-exported here; :func:`paper_claims`
+states the paper's claims and :func:`cls_gap` tests the [CLS] hypothesis with the same machinery.
 
 A claim about how an indicator relates to scores is tested by Spearman's rank correlation across
 variants (seed means): *supported* when the correlation has the claimed sign and its two-sided
 p-value is below ``alpha`` (0.05), *contradicted* when it has the other sign with ``p < alpha``,
-else "inconclusive (correlation not significant)" (or "(too few variants)" below four).
+else "not decidable: correlation not significant" (or ": too few variants" below four).
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+# re-exported: the notebooks read the verdict machinery from here
+from pe_lib.experiments.stats import (AT_CHANCE, CONTRADICTED, LEVELS, NOT_TESTED, SUPPORTED, UNDECIDED,
+                                      VARIANCE_UNKNOWN, Claim, Comparison, assess, assess_claims, best_on,
+                                      compare_family, comparison_table, variance_table)
 from pe_lib.positions import parse_variant
 
 #: The paper's six basic position embeddings (no "none", no combination).
@@ -59,12 +52,8 @@ COMBINATIONS = ("ape-learned+rpe-learned", "ape-learned+rpe-sin-learned", "ape-s
                 "ape-sin-learned+rpe-sin-learned")
 #: The paper's variants: no PE, the six basic ones, the combinations.
 PAPER_VARIANTS = ("none",) + SINGLE_PES + COMBINATIONS
-SUPPORTED, CONTRADICTED = "supported", "contradicted"
-WITHIN_SPREAD = "inconclusive (differences within the spread)"
-NO_SPREAD = "inconclusive (one seed: no spread)"
-NOT_TESTED = "not tested (variants absent)"
-NOT_SIGNIFICANT = "inconclusive (correlation not significant)"
-TOO_FEW = "inconclusive (too few variants)"
+NOT_SIGNIFICANT = "not decidable: correlation not significant"
+TOO_FEW = "not decidable: too few variants"
 #: Indicator columns, in the order tables show them.
 INDICATORS = ("monotonicity", "monotonicity_local", "translation_invariance", "symmetry")
 PROBE_INDICATORS = INDICATORS + ("chen_locality", "chen_symmetry")
@@ -273,13 +262,15 @@ def scale_metric(value: float, kind: str, metric: str = "") -> float:
     return value if kind == "span" else 100.0 * value
 
 
-def score_records(finetuned: Mapping[tuple[str, str, int], Mapping], kinds: Mapping[str, str],
+def score_records(finetuned: Mapping[tuple[str, str, int, int], Mapping], kinds: Mapping[str, str],
                   split: str = "test") -> pd.DataFrame:
-    """Long table ``variant, task, seed, metric, value`` (percent) from fine-tuning payloads keyed
-    by ``(variant, task, seed)``; ``kinds`` maps each task to its kind (``TaskMeta.kind``)."""
-    rows = [{"variant": v, "task": t, "seed": s, "metric": metric, "value": scale_metric(value, kinds[t], metric)}
-            for (v, t, s), payload in finetuned.items() for metric, value in payload[split].items()]
-    return pd.DataFrame(rows, columns=["variant", "task", "seed", "metric", "value"])
+    """Long table ``variant, task, pretrain_seed, seed, metric, value`` (percent) from fine-tuning
+    payloads keyed by ``(variant, task, pretrain_seed, seed)``; ``kinds`` maps each task to its
+    kind (``TaskMeta.kind``)."""
+    rows = [{"variant": v, "task": t, "pretrain_seed": p, "seed": s, "metric": metric,
+             "value": scale_metric(value, kinds[t], metric)}
+            for (v, t, p, s), payload in finetuned.items() for metric, value in payload[split].items()]
+    return pd.DataFrame(rows, columns=["variant", "task", "pretrain_seed", "seed", "metric", "value"])
 
 
 def metric_means(records: pd.DataFrame) -> pd.DataFrame:
@@ -288,30 +279,6 @@ def metric_means(records: pd.DataFrame) -> pd.DataFrame:
     table = records.pivot_table(index="variant", columns=["task", "metric"], values="value", aggfunc="mean",
                                 sort=False)
     return table.reindex(list(dict.fromkeys(records["variant"])))
-
-
-def constant_baseline(metrics: Sequence[str], kind: str, train_labels: Sequence, test_labels: Sequence) -> dict[str, float]:
-    """The scores (as the fine-tuning payloads hold them) of a model that ignores its input:
-    the most frequent training label for classification, the mean training label for
-    regression (every correlation of a constant is undefined, counted 0 by :func:`scale_metric`)."""
-    from pe_lib.training import metrics as m
-
-    functions = {"accuracy": m.accuracy, "f1": m.binary_f1, "matthews_correlation": m.matthews,
-                 "pearson": m.pearson, "spearmanr": m.spearman}
-    test = np.asarray(list(test_labels))
-    if kind == "regression":
-        prediction = np.full(test.shape, float(np.mean(list(train_labels))))
-    else:
-        values, counts = np.unique(np.asarray(list(train_labels)), return_counts=True)
-        prediction = np.full(test.shape, values[np.argmax(counts)])
-    return {name: functions[name](test, prediction) for name in metrics}
-
-
-def no_answer_baseline(answers: Sequence[Mapping]) -> dict[str, float]:
-    """SQuAD EM and F1 (percent) of always answering "no answer": the share of unanswerable
-    questions (``answers["text"]`` empty)."""
-    share = 100.0 * float(np.mean([len(a["text"]) == 0 for a in answers])) if len(answers) else math.nan
-    return {"exact_match": share, "f1": share}
 
 
 def chapter_tasks(requested: Sequence[str], default: Sequence[str], span: bool) -> dict:
@@ -330,10 +297,32 @@ def chapter_tasks(requested: Sequence[str], default: Sequence[str], span: bool) 
     return specs
 
 
+def finetuned_payloads(runner, names: Sequence[str], tasks: Iterable[str], seeds: Sequence[int]) -> dict:
+    """Every fine-tuning payload keyed ``(variant, task, pretrain_seed, seed)``: each of the
+    profile's pretraining seeds of the variant, each fine-tuning seed of ``seeds``."""
+    tasks = list(tasks)
+    return {(v, t, p, s): runner.ensure_finetuned(v, t, s, pretrain_seed=p).payload
+            for v in names for p in runner.profile.pretrain_seeds_for(v) for t in tasks for s in seeds}
+
+
+def seed_design(profile, names: Sequence[str]) -> str:
+    """The seeds of a profile in words: how many pretraining seeds each of ``names`` has (the most
+    common count as "the other N"), and the fine-tuning seeds run on each pretrained model."""
+    by_count: dict[int, list[str]] = {}
+    for name in names:
+        by_count.setdefault(len(profile.pretrain_seeds_for(name)), []).append(name)
+    common = max(by_count, key=lambda n: len(by_count[n])) if by_count else 0
+    parts = [f"{n} pretraining seed(s) for {', '.join(vs)}" for n, vs in sorted(by_count.items(), reverse=True)
+             if n != common]
+    rest = f"{common} for the other {len(by_count[common])} variant(s)" if parts else f"{common} for every variant"
+    pre = "; ".join(parts + [rest]) if parts else f"{common} pretraining seed(s) for every variant"
+    return f"{pre}; {len(profile.seeds)} fine-tuning seed(s) on each pretrained model"
+
+
 def finetuned_with_origins(runner, names: Sequence[str], specs: Mapping, seeds: Sequence[int], split: str):
-    """Every (variant, task, seed) fine-tuning payload of a chapter, its task origin table, and
-    the tasks whose data were packaged analogues in this run."""
-    finetuned = {(v, t, s): runner.ensure_finetuned(v, t, s).payload for v in names for t in specs for s in seeds}
+    """Every (variant, task, pretrain_seed, seed) fine-tuning payload of a chapter, its task origin
+    table, and the tasks whose data were packaged analogues in this run."""
+    finetuned = finetuned_payloads(runner, names, specs, seeds)
     origin = origin_table(finetuned, {t: s.analogue for t, s in specs.items()},
                           {t: s.meta.metrics for t, s in specs.items()},
                           {t: len(runner.task(t).splits[split]) for t in specs})
@@ -341,14 +330,14 @@ def finetuned_with_origins(runner, names: Sequence[str], specs: Mapping, seeds: 
     return finetuned, origin, packaged
 
 
-def origin_table(finetuned: Mapping[tuple[str, str, int], Mapping], analogues: Mapping[str, str],
+def origin_table(finetuned: Mapping[tuple[str, str, int, int], Mapping], analogues: Mapping[str, str],
                  metrics: Mapping[str, Sequence[str]], test_sizes: Mapping[str, int] | None = None) -> pd.DataFrame:
     """One row per task: what it stands for in the paper, where this run's data came from
     (``hub:...`` or ``packaged:...``, from the artifacts), the packaged analogue's description,
     its metrics and sizes."""
     found = origins(finetuned)
     train = {}
-    for (_, task, _), payload in finetuned.items():
+    for (_, task, *_), payload in finetuned.items():
         train.setdefault(task, payload.get("train_examples"))
     rows = {}
     for task, kinds in found.items():
@@ -362,14 +351,15 @@ def origin_table(finetuned: Mapping[tuple[str, str, int], Mapping], analogues: M
 
 def per_seed_scores(records: pd.DataFrame, groups: Mapping[str, Sequence[str]] | None = None,
                     metrics: Mapping[str, Sequence[str]] | None = None) -> pd.DataFrame:
-    """Scores per ``(variant, seed)`` (rows) and column: each task's score (the mean of its metrics,
-    or of ``metrics[task]`` when given) and, for each ``groups`` entry (name -> tasks), the mean
-    of those task scores (NaN unless every task of the group has a score for that seed)."""
+    """Scores per ``(variant, pretrain_seed, seed)`` (rows) and column: each task's score (the mean
+    of its metrics, or of ``metrics[task]`` when given) and, for each ``groups`` entry (name ->
+    tasks), the mean of those task scores (NaN unless every task of the group has a score for that
+    run)."""
     chosen = records
     if metrics:
         keep = [m in metrics.get(t, [m]) for t, m in zip(records["task"], records["metric"])]
         chosen = records[keep]
-    table = chosen.pivot_table(index=["variant", "seed"], columns="task", values="value", aggfunc="mean")
+    table = chosen.pivot_table(index=list(LEVELS), columns="task", values="value", aggfunc="mean")
     table.columns.name = None
     for name, tasks in (groups or {}).items():
         present = [t for t in tasks if t in table.columns]
@@ -382,19 +372,23 @@ def per_seed_scores(records: pd.DataFrame, groups: Mapping[str, Sequence[str]] |
 
 def per_seed_by_metric(records: pd.DataFrame, short: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Every metric of every task as its own column ``"<task> <metric>"`` (metric names shortened
-    by ``short``), per ``(variant, seed)``, in the order of ``records``."""
+    by ``short``), per ``(variant, pretrain_seed, seed)``, in the order of ``records``."""
     short = short or {}
     labelled = records.assign(column=[f"{t} {short.get(m, m)}" for t, m in zip(records["task"], records["metric"])])
-    table = labelled.pivot_table(index=["variant", "seed"], columns="column", values="value", aggfunc="mean")
+    table = labelled.pivot_table(index=list(LEVELS), columns="column", values="value", aggfunc="mean")
     table.columns.name = None
     return table[list(dict.fromkeys(labelled["column"]))]
 
 
 def summarise(per_seed: pd.DataFrame) -> pd.DataFrame:
-    """Mean, standard deviation (``ddof=1``; NaN with one seed) and number of seeds per variant
-    and column: columns ``(column, "mean" | "std" | "n")``."""
+    """Per variant and column: the mean (of the pretrained models' means, each pretraining seed
+    weighing the same: the variant mean that :mod:`~pe_lib.experiments.stats` tests), the standard
+    deviation of single runs over all pretraining and fine-tuning seeds (``ddof=1``; NaN with one
+    run) and the number of runs: columns ``(column, "mean" | "std" | "n")``."""
     grouped = per_seed.groupby(level="variant", sort=False)
-    parts = {"mean": grouped.mean(), "std": grouped.std(ddof=1), "n": grouped.count()}
+    model_means = per_seed.groupby(level=["variant", "pretrain_seed"], sort=False).mean()
+    parts = {"mean": model_means.groupby(level="variant", sort=False).mean(), "std": grouped.std(ddof=1),
+             "n": grouped.count()}
     table = pd.concat(parts, axis=1).swaplevel(0, 1, axis=1)
     return table[[(c, s) for c in per_seed.columns for s in parts]]
 
@@ -454,10 +448,10 @@ def style_summary(summary: pd.DataFrame, digits: int = 1, exclude: Sequence[str]
     return text.style.apply(lambda _: bold, axis=None).set_table_attributes('class="dataframe"')
 
 
-def origins(finetuned: Mapping[tuple[str, str, int], Mapping]) -> dict[str, set[str]]:
+def origins(finetuned: Mapping[tuple[str, str, int, int], Mapping]) -> dict[str, set[str]]:
     """Task -> the set of origins (``hub:...`` / ``packaged:...``) found in fine-tuning payloads."""
     found: dict[str, set[str]] = {}
-    for (_, task, _), payload in finetuned.items():
+    for (_, task, *_), payload in finetuned.items():
         found.setdefault(task, set()).add(str(payload.get("origin", "unknown")))
     return found
 
@@ -465,124 +459,23 @@ def origins(finetuned: Mapping[tuple[str, str, int], Mapping]) -> dict[str, set[
 # ----------------------------------------------------------------------------- verdicts
 
 
-@dataclass(frozen=True)
-class Comparison:
-    """One pairwise comparison: ``better`` is expected to score higher than ``worse`` on ``column``."""
-
-    better: str
-    worse: str
-    column: str
-
-
-@dataclass(frozen=True)
-class Claim:
-    """A claim of the paper as comparisons and a quantifier (``all``, ``most`` or ``any``)."""
-
-    key: str
-    text: str
-    comparisons: tuple[Comparison, ...]
-    quantifier: str = "all"
-
-    def __post_init__(self):
-        if self.quantifier not in ("all", "most", "any"):
-            raise ValueError(f"quantifier must be all, most or any, got {self.quantifier!r}")
-
-
-def compare(better: Sequence[float], worse: Sequence[float]) -> dict[str, float]:
-    """Difference of means, spread (larger seed std, NaN below two seeds) and outcome (+1 as
-    expected beyond the spread, -1 opposite beyond the spread, 0 within it or no spread)."""
-    a = np.asarray([x for x in better if not pd.isna(x)], dtype=float)
-    b = np.asarray([x for x in worse if not pd.isna(x)], dtype=float)
-    if not len(a) or not len(b):
-        return {"difference": math.nan, "spread": math.nan, "outcome": math.nan}
-    difference = float(a.mean() - b.mean())
-    spread = float(max(a.std(ddof=1), b.std(ddof=1))) if len(a) > 1 and len(b) > 1 else math.nan
-    if math.isnan(spread):
-        outcome = 0
-    else:
-        outcome = 1 if difference > spread else -1 if difference < -spread else 0
-    return {"difference": difference, "spread": spread, "outcome": outcome}
-
-
-def verdict(outcomes: Sequence[float], quantifier: str, spread_known: bool = True) -> str:
-    """The verdict from comparison outcomes (+1, 0, -1; NaN ones are dropped) under the rule of
-    the module docstring."""
-    values = [int(o) for o in outcomes if not pd.isna(o)]
-    if not values:
-        return NOT_TESTED
-    n, plus, minus = len(values), values.count(1), values.count(-1)
-    if quantifier == "all":
-        result = SUPPORTED if plus == n else CONTRADICTED if minus else None
-    elif quantifier == "most":
-        result = SUPPORTED if plus > n / 2 else CONTRADICTED if minus >= n / 2 else None
-    elif quantifier == "any":
-        result = SUPPORTED if plus else CONTRADICTED if minus == n else None
-    else:
-        raise ValueError(f"quantifier must be all, most or any, got {quantifier!r}")
-    return result or (WITHIN_SPREAD if spread_known else NO_SPREAD)
-
-
-def assess(claim: Claim, per_seed: pd.DataFrame) -> dict:
-    """Test one claim on per-seed scores (:func:`per_seed_scores`). Comparisons whose variants or
-    column are absent are skipped. Returns the verdict and counts."""
-    variants = set(per_seed.index.get_level_values("variant"))
-    results = []
-    for c in claim.comparisons:
-        if c.better not in variants or c.worse not in variants or c.column not in per_seed.columns:
-            continue
-        result = compare(per_seed.loc[c.better, c.column].to_numpy(), per_seed.loc[c.worse, c.column].to_numpy())
-        results.append({**result, "comparison": c})
-    tested = [r for r in results if not pd.isna(r["outcome"])]
-    spread_known = bool(tested) and all(not math.isnan(r["spread"]) for r in tested)
-    outcomes = [r["outcome"] for r in tested]
-    return {
-        "claim": claim.text, "quantifier": claim.quantifier, "comparisons": len(tested),
-        "in claimed direction": sum(r["difference"] > 0 for r in tested),
-        "beyond spread, as claimed": outcomes.count(1), "beyond spread, against": outcomes.count(-1),
-        "mean difference": float(np.mean([r["difference"] for r in tested])) if tested else math.nan,
-        "verdict": verdict(outcomes, claim.quantifier, spread_known),
-        "details": results,
-    }
-
-
-def assess_claims(claims: Iterable[Claim], per_seed: pd.DataFrame) -> pd.DataFrame:
-    """:func:`assess` for each claim, one row per claim (index: the claim's key)."""
-    rows = {claim.key: assess(claim, per_seed) for claim in claims}
-    return pd.DataFrame.from_dict(rows, orient="index").drop(columns="details").rename_axis("claim id")
-
-
-def comparison_table(claims: Iterable[Claim], per_seed: pd.DataFrame) -> pd.DataFrame:
-    """Every comparison of every claim: better, worse, column, difference, spread, outcome."""
-    rows = []
-    for claim in claims:
-        for r in assess(claim, per_seed)["details"]:
-            c = r["comparison"]
-            rows.append({"claim id": claim.key, "expected higher": c.better, "expected lower": c.worse,
-                         "column": c.column, "difference": r["difference"], "spread": r["spread"],
-                         "outcome": "no spread (one seed)" if r["outcome"] == 0 and math.isnan(r["spread"])
-                         else {1: "as claimed", -1: "against", 0: "within spread"}.get(r["outcome"], "n/a")})
-    return pd.DataFrame(rows, columns=["claim id", "expected higher", "expected lower", "column", "difference",
-                                       "spread", "outcome"])
-
-
 def paper_claims(classification: str = "classification", span: str = "span",
                  span_tasks: Sequence[str] = ("squad", "squad_v2"),
-                 per_seed: pd.DataFrame | None = None) -> list[Claim]:
+                 selection: pd.DataFrame | None = None) -> list[Claim]:
     """The paper's claims about task scores (PAPER.md), as :class:`Claim` objects on the columns
     ``classification`` and ``span`` (group averages) and the ``span_tasks``.
 
-    The "best models on SQuAD use fully learnable RPE" claim needs to know which variant with
-    ``rpe-learned`` is best on each span task: pass ``per_seed`` for that (without it the
-    comparisons start from ``rpe-learned`` itself)."""
+    "The best models on each SQuAD version use fully learnable RPE" compares, on each span task,
+    the best variant with ``rpe-learned`` with every variant without it. The best is chosen on
+    ``selection``, per-seed scores of the **validation** split (:func:`~pe_lib.experiments.stats.best_on`),
+    and the claim is then tested on the test split: choosing on the tested scores would favour
+    the claim. Without ``selection`` (or a score for it) that task's comparisons start from
+    ``rpe-learned`` itself."""
     rpe_models = [v for v in SINGLE_PES + COMBINATIONS if has_offset_table(v)]
     with_learned_rpe = [v for v in PAPER_VARIANTS if parse_variant(v).relative == "rpe-learned"]
     best_rpe_learned = []
     for task in span_tasks:
-        best = "rpe-learned"
-        if per_seed is not None and task in per_seed.columns:
-            means = per_seed[task].groupby(level="variant").mean().reindex(with_learned_rpe).dropna()
-            if len(means):
-                best = str(means.idxmax())
+        best = (best_on(selection, task, with_learned_rpe) if selection is not None else None) or "rpe-learned"
         best_rpe_learned += [Comparison(best, v, task) for v in PAPER_VARIANTS if v not in with_learned_rpe]
     return [
         Claim("cls-ape-best", "Fully learnable APE is the best single PE on classification (GLUE average).",
@@ -597,7 +490,8 @@ def paper_claims(classification: str = "classification", span: str = "span",
         Claim("span-rpe-beats-ape", "On span prediction (SQuAD average), almost every model with an RPE beats "
               "fully learnable APE.",
               tuple(Comparison(v, "ape-learned", span) for v in rpe_models), "most"),
-        Claim("span-best-learned-rpe", "The best models on each SQuAD version use fully learnable RPE.",
+        Claim("span-best-learned-rpe", "The best models on each SQuAD version use fully learnable RPE "
+              "(best chosen on the validation split).",
               tuple(best_rpe_learned), "all"),
         Claim("span-none-drops", "Span prediction drops sharply without any PE (every PE beats none).",
               tuple(Comparison(v, "none", span) for v in SINGLE_PES + COMBINATIONS), "all"),
@@ -628,37 +522,53 @@ def _gap_conclusion(gap: float, helps: str, remains: str) -> str:
     if not gap > 0:
         return "no gap to close (the tied RPE is not behind)"
     if helps == SUPPORTED:
-        return "narrows the gap" if remains == SUPPORTED else "closes the gap"
+        return {SUPPORTED: "narrows the gap", CONTRADICTED: "reverses the gap"}.get(
+            remains, "closes the gap (no remaining gap detected)")
     if helps == CONTRADICTED:
         return "widens the gap"
-    return helps  # inconclusive, and why
+    return helps  # not decidable, and why
 
 
-def cls_gap(per_seed: pd.DataFrame, reference: str, pairs: Mapping[str, str], column: str) -> pd.DataFrame:
+def _one_verdict(row: pd.Series) -> str:
+    """The verdict of one comparison of a :func:`compare_family` table."""
+    if row["outcome"]:
+        return SUPPORTED if row["outcome"] > 0 else CONTRADICTED
+    if row["chance"] == "at chance":
+        return AT_CHANCE
+    return VARIANCE_UNKNOWN if row["variance"] == "pretraining variance unknown" else UNDECIDED
+
+
+def cls_gap(per_seed: pd.DataFrame, reference: str, pairs: Mapping[str, str], column: str,
+            baselines: Mapping[str, float] | None = None, alpha: float = 0.05) -> pd.DataFrame:
     """Does untying [CLS] close the gap between an RPE and the ``reference`` (fully learnable APE)
-    on ``column``? One row per ``untied -> tied`` pair: the three seed means, the gap before
+    on ``column``? One row per ``untied -> tied`` pair: the three variant means, the gap before
     (``reference - tied``) and after (``reference - untied``), the share of the gap closed
-    ``(untied - tied) / (reference - tied)`` (NaN when there is no gap), and the verdicts of
-    "untied beats tied" and "the reference still beats untied" (rules of the module docstring)."""
-    present = set(per_seed.index.get_level_values("variant"))
+    ``(untied - tied) / (reference - tied)`` (NaN when there is no gap), the gain of untying with
+    its interval, and the verdicts of "untied beats tied" and "the reference still beats untied":
+    the two comparisons of a pair are one family of :func:`~pe_lib.experiments.stats.compare_family`
+    (Holm over the two, Bonferroni intervals)."""
+    means = summarise(per_seed[[column]])[(column, "mean")]
 
-    def scores(variant: str) -> np.ndarray:
-        return per_seed.loc[variant, column].to_numpy() if variant in present else np.array([])
+    def mean(variant: str) -> float:
+        return float(means.get(variant, math.nan))
 
-    def mean(values: np.ndarray) -> float:
-        return float(values.mean()) if len(values) else math.nan
-
-    ref = scores(reference)
     rows = {}
     for untied, tied in pairs.items():
-        u, t = scores(untied), scores(tied)
-        verdicts = {key: verdict([r["outcome"]], "all", not math.isnan(r["spread"])) for key, r in
-                    (("untying helps", compare(u, t)), ("reference still ahead", compare(ref, u)))}
-        gap = mean(ref) - mean(t)
-        rows[untied] = {"tied": tied, reference: mean(ref), "tied score": mean(t), "untied score": mean(u),
-                        "gap before": gap, "gap after": mean(ref) - mean(u),
-                        "share closed": (mean(u) - mean(t)) / gap if gap > 0 else math.nan, **verdicts,
-                        "conclusion": _gap_conclusion(gap, verdicts["untying helps"], verdicts["reference still ahead"])}
+        family = compare_family((Comparison(untied, tied, column), Comparison(reference, untied, column)),
+                                per_seed, baselines, alpha)
+        found = {(r.better, r.worse): r for _, r in family.iterrows()}
+        helps_row, remains_row = found.get((untied, tied)), found.get((reference, untied))
+        helps = _one_verdict(helps_row) if helps_row is not None else NOT_TESTED
+        remains = _one_verdict(remains_row) if remains_row is not None else NOT_TESTED
+        gap = mean(reference) - mean(tied)
+        rows[untied] = {"tied": tied, reference: mean(reference), "tied score": mean(tied),
+                        "untied score": mean(untied), "gap before": gap, "gap after": mean(reference) - mean(untied),
+                        "share closed": (mean(untied) - mean(tied)) / gap if gap > 0 else math.nan,
+                        "gain": mean(untied) - mean(tied),
+                        "gain low": helps_row["low"] if helps_row is not None else math.nan,
+                        "gain high": helps_row["high"] if helps_row is not None else math.nan,
+                        "untying helps": helps, "reference still ahead": remains,
+                        "conclusion": _gap_conclusion(gap, helps, remains)}
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("untied variant")
 
 

@@ -58,11 +58,16 @@ def test_check_parameters_rejects_wrong_types(name, value):
 
 
 def _namespace_after_parameters(**injected):
-    """A namespace as a kernel has it after: setup cell, parameters cell, injected cell."""
-    ns = {"__name__": "__main__", "sys": object(), "In": [], "_i1": "", "_1": None}
+    """A namespace as a kernel has it after: setup cell (with an output), parameters cell, injected
+    cell. IPython appends each cell's source to ``In`` and binds ``_iN`` to it."""
+    output = object()
+    ns = {"__name__": "__main__", "sys": object(), "In": ["", "import sys"], "Out": {1: output}, "_i1": "import sys",
+          "_1": output, "_": output}
     record_names(ns)
+    ns["In"].append("seed: int = 0")
     ns["__annotations__"] = {"seed": int, "variants": list[str]}
-    ns.update(seed=0, variants=["ape-sin"], _i2="seed: int = 0", _2=None)  # the parameters cell
+    ns.update(seed=0, variants=["ape-sin"], _i2="seed: int = 0", _i="import sys", _ii="")  # the parameters cell
+    ns["In"].append("# Parameters")
     ns.update(injected, _i3="# Parameters")  # papermill's injected cell
     return ns
 
@@ -80,6 +85,18 @@ def test_check_notebook_parameters_rejects_an_injected_unknown_name():
 def test_check_notebook_parameters_rejects_rebinding_an_existing_name():
     with pytest.raises(ParameterError, match="unknown parameter 'sys'"):
         check_notebook_parameters(_namespace_after_parameters(sys=1))
+
+
+@pytest.mark.parametrize("name", ["In", "Out", "__foo__", "_oh", "_i5", "_7", "_"])
+def test_check_notebook_parameters_rejects_names_shaped_like_ipythons(name):
+    with pytest.raises(ParameterError, match=f"unknown parameter '{name}'.*valid parameters: seed, variants"):
+        check_notebook_parameters(_namespace_after_parameters(**{name: 1}))
+
+
+def test_check_notebook_parameters_accepts_what_ipython_binds_itself():
+    ns = _namespace_after_parameters()
+    ns.update(_i4=ns["In"][2], __=ns["Out"][1])
+    assert check_notebook_parameters(ns) == {"seed": 0, "variants": ["ape-sin"]}
 
 
 def test_check_notebook_parameters_rejects_a_wrong_type():
@@ -175,6 +192,16 @@ def test_papermill_run_with_an_unknown_parameter_fails_clearly(tmp_path):
     assert info.value.ename == "ParameterError"
     assert "unknown parameter 'n_basez' (did you mean 'n_bases'?)" in info.value.evalue
     assert "valid parameters: ape_dim, base, head_dim, max_offset, n_bases, pretrained, profile, results" in info.value.evalue
+
+
+@pytest.mark.parametrize("name", ["In", "__foo__"])
+def test_papermill_run_with_a_parameter_named_like_ipythons_fails_clearly(name, tmp_path):
+    from papermill.exceptions import PapermillExecutionError
+
+    with pytest.raises(PapermillExecutionError) as info:
+        _run_papermill(tmp_path, {**SMALL_SINUSOID, name: 1})
+    assert info.value.ename == "ParameterError"
+    assert f"unknown parameter '{name}'" in info.value.evalue
 
 
 def test_papermill_run_with_a_wrongly_typed_parameter_fails_clearly(tmp_path):

@@ -177,3 +177,29 @@ def test_training_attention_with_dropout_matches_sdpa_without(make_config):
     model.layers[0].attention.dropout_p = 1e-12  # takes the explicit-softmax path, drops (almost surely) nothing
     explicit = model(ids, attention_mask=mask).last_hidden_state
     torch.testing.assert_close(explicit, fused, atol=1e-5, rtol=1e-5)
+
+
+def test_pre_ln_normalises_before_each_sublayer_and_after_the_last(make_config):
+    torch.manual_seed(0)
+    post, pre = (PEBertForMaskedLM(make_config("rope", layer_norm=ln)).eval() for ln in ("post", "pre"))
+    ids, mask = batch()
+    encoder = pre.bert
+    assert post.bert.final_norm is None and encoder.final_norm is not None
+    out = encoder(ids, attention_mask=mask, output_hidden_states=True)
+    x, additive = out.hidden_states[0], encoder.additive_mask(mask, ids.shape[1], torch.float32)
+    for layer in encoder.layers:  # x + Attn(LN x), then h + FFN(LN h): the residual stream is never normalised
+        h = x + layer.attention(layer.attention_norm(x), additive, encoder.relative_for(0))[0]
+        x = h + layer.ffn(layer.ffn_norm(h))
+    torch.testing.assert_close(out.last_hidden_state, encoder.final_norm(x))
+    torch.testing.assert_close(out.hidden_states[-1], out.last_hidden_state)
+    with pytest.raises(ValueError, match="layer_norm must be one of post, pre"):
+        make_config("rope", layer_norm="sandwich")
+
+
+@pytest.mark.parametrize("variant", ["ape-learned", "rpe-learned", "t5-bias"])
+def test_position_init_std_sets_the_learned_tables(variant, make_config):
+    zero = PEBertModel(make_config(variant, position_init_std=0.0))
+    default = PEBertModel(make_config(variant))
+    assert all(p.abs().max() == 0 for p in position_parameters(zero).values())
+    stds = [p.std().item() for p in position_parameters(default).values()]
+    assert stds and all(0.01 < s < 0.03 for s in stds), "default: N(0, initializer_range = 0.02)"

@@ -101,27 +101,33 @@ def test_rpe_bands_reads_bright_small_offsets_and_alike_large_ones():
     assert bands["norm_ratio"] > 10 and bands["large_cosine"] > 0.9 and abs(bands["small_cosine"]) < 0.5
 
 
-def _per_seed(values: dict[str, list[float]], column="classification"):
-    rows = [(v, s, x) for v, xs in values.items() for s, x in enumerate(xs)]
-    frame = pd.DataFrame(rows, columns=["variant", "seed", column]).set_index(["variant", "seed"])
-    return frame
+def _per_seed(values: dict[str, list], column="classification"):
+    """Per-seed table: ``variant -> [scores]`` (one pretraining seed) or ``[[scores] per pretraining seed]``."""
+    rows = [(v, p, s, x) for v, xs in values.items()
+            for p, runs in enumerate(xs if isinstance(xs[0], list) else [xs]) for s, x in enumerate(runs)]
+    return pd.DataFrame(rows, columns=["variant", "pretrain_seed", "seed", column]).set_index(
+        ["variant", "pretrain_seed", "seed"])
 
 
 def test_score_records_scale_and_per_seed_groups():
-    finetuned = {("a", "cola", 0): {"test": {"matthews_correlation": 0.5}, "origin": "packaged:word-order"},
-                 ("a", "mrpc", 0): {"test": {"accuracy": 0.8, "f1": 0.6}, "origin": "hub:glue"},
-                 ("a", "squad", 0): {"test": {"exact_match": 40.0, "f1": 50.0}, "origin": "packaged:spans"},
-                 ("a", "cola", 1): {"test": {"matthews_correlation": 0.3}, "origin": "packaged:word-order"}}
+    finetuned = {("a", "cola", 0, 0): {"test": {"matthews_correlation": 0.5}, "origin": "packaged:word-order"},
+                 ("a", "mrpc", 0, 0): {"test": {"accuracy": 0.8, "f1": 0.6}, "origin": "hub:glue"},
+                 ("a", "squad", 0, 0): {"test": {"exact_match": 40.0, "f1": 50.0}, "origin": "packaged:spans"},
+                 ("a", "cola", 0, 1): {"test": {"matthews_correlation": 0.3}, "origin": "packaged:word-order"},
+                 ("a", "cola", 1, 0): {"test": {"matthews_correlation": 0.1}, "origin": "packaged:word-order"}}
     kinds = {"cola": "classification", "mrpc": "classification", "squad": "span"}
     records = report.score_records(finetuned, kinds)
-    assert records.loc[records.metric == "matthews_correlation", "value"].tolist() == [50.0, 30.0]
+    assert records.loc[records.metric == "matthews_correlation", "value"].tolist() == [50.0, 30.0, 10.0]
+    assert records.loc[records.task == "cola", "pretrain_seed"].tolist() == [0, 0, 1]
     table = report.per_seed_scores(records, {"classification": ["cola", "mrpc"], "span": ["squad"]})
-    assert table.loc[("a", 0), "mrpc"] == pytest.approx(70.0)
-    assert table.loc[("a", 0), "classification"] == pytest.approx(60.0)
-    assert math.isnan(table.loc[("a", 1), "classification"])  # mrpc missing for seed 1
-    assert table.loc[("a", 0), "span"] == 45.0
+    assert list(table.index.names) == ["variant", "pretrain_seed", "seed"]
+    assert table.loc[("a", 0, 0), "mrpc"] == pytest.approx(70.0)
+    assert table.loc[("a", 0, 0), "classification"] == pytest.approx(60.0)
+    assert math.isnan(table.loc[("a", 0, 1), "classification"])  # mrpc missing for seed 1
+    assert table.loc[("a", 1, 0), "cola"] == 10.0
+    assert table.loc[("a", 0, 0), "span"] == 45.0
     f1_only = report.per_seed_scores(records, metrics={"squad": ["f1"]})
-    assert f1_only.loc[("a", 0), "squad"] == 50.0
+    assert f1_only.loc[("a", 0, 0), "squad"] == 50.0
     assert report.origins(finetuned) == {"cola": {"packaged:word-order"}, "mrpc": {"hub:glue"}, "squad": {"packaged:spans"}}
 
 
@@ -138,58 +144,33 @@ def test_summarise_format_and_best():
     assert text.loc["c", "classification"] == "—"
     one = report.summarise(_per_seed({"a": [1.0], "b": [2.0]}))
     assert report.format_summary(one)[0].loc["a", "classification"] == "1.0"
+    nested = report.summarise(_per_seed({"a": [[1.0, 3.0, 5.0], [10.0]]}))  # pretrained models weigh the same
+    assert nested.loc["a", ("classification", "mean")] == 6.5 and nested.loc["a", ("classification", "n")] == 4
     assert "font-weight: bold" in report.style_summary(summary).to_html()
 
 
-@pytest.mark.parametrize(
-    "better, worse, outcome",
-    [([3, 4, 5], [0, 1, 2], 1), ([0, 1, 2], [3, 4, 5], -1), ([1, 2, 3], [1.5, 2.5, 3.5], 0), ([5], [1], 0)],
-)
-def test_compare_outcomes(better, worse, outcome):
-    result = report.compare(better, worse)
-    assert result["outcome"] == outcome
-    assert result["difference"] == pytest.approx(np.mean(better) - np.mean(worse))
-    assert math.isnan(result["spread"]) == (len(better) == 1)
-
-
-@pytest.mark.parametrize(
-    "outcomes, quantifier, expected",
-    [([1, 1, 1], "all", report.SUPPORTED), ([1, 0, 1], "all", report.WITHIN_SPREAD),
-     ([1, -1, 1], "all", report.CONTRADICTED), ([1, 1, 0], "most", report.SUPPORTED),
-     ([1, 0, 0, -1], "most", report.WITHIN_SPREAD), ([1, -1, -1, 0], "most", report.CONTRADICTED),
-     ([0, 0, 1], "any", report.SUPPORTED), ([-1, -1], "any", report.CONTRADICTED),
-     ([-1, 0], "any", report.WITHIN_SPREAD), ([], "all", report.NOT_TESTED)],
-)
-def test_verdict_rules(outcomes, quantifier, expected):
-    assert report.verdict(outcomes, quantifier) == expected
-
-
-def test_verdict_without_spread_says_so():
-    assert report.verdict([0, 0], "all", spread_known=False) == report.NO_SPREAD
-    with pytest.raises(ValueError):
-        report.verdict([1], "some")
-    with pytest.raises(ValueError):
-        Claim("k", "t", (), "some")
-
-
 def test_assess_claims_end_to_end():
-    per_seed = _per_seed({"x": [10.0, 11.0, 12.0], "y": [1.0, 2.0, 3.0], "z": [10.5, 11.5, 12.5]})
+    per_seed = _per_seed({"x": [[10.0, 11.0, 12.0], [13.0, 12.0, 13.5], [11.0, 11.5, 12.0]],
+                          "y": [[1.0, 2.0, 3.0], [2.0, 2.5, 1.5], [3.0, 2.0, 2.5]],
+                          "z": [[10.5, 11.5, 12.5], [12.0, 11.0, 12.0], [13.0, 12.5, 12.0]]})
     claims = [Claim("x-best", "x beats y and z", (Comparison("x", "y", "classification"),
                                                   Comparison("x", "z", "classification"))),
               Claim("y-best", "y beats x", (Comparison("y", "x", "classification"),)),
               Claim("absent", "w beats x", (Comparison("w", "x", "classification"),))]
     table = report.assess_claims(claims, per_seed)
-    assert table.loc["x-best", "verdict"] == report.WITHIN_SPREAD
-    assert table.loc["x-best", "beyond spread, as claimed"] == 1 and table.loc["x-best", "in claimed direction"] == 1
-    assert table.loc["y-best", "verdict"] == report.CONTRADICTED
+    assert table.loc["x-best", "verdict"] == report.UNDECIDED and table.loc["x-best", "MDE"] > 0
+    assert table.loc["x-best", "decided as claimed"] == 1 and table.loc["x-best", "in claimed direction"] == 1
+    assert table.loc["y-best", "verdict"] == report.CONTRADICTED and math.isnan(table.loc["y-best", "MDE"])
     assert table.loc["absent", "verdict"] == report.NOT_TESTED and table.loc["absent", "comparisons"] == 0
     one_seed = _per_seed({"x": [10.0], "y": [1.0]})
-    assert report.assess_claims(claims[:1], one_seed).loc["x-best", "verdict"] == report.NO_SPREAD
+    assert report.assess_claims(claims[:1], one_seed).loc["x-best", "verdict"] == report.VARIANCE_UNKNOWN
+    at_chance = report.assess_claims(claims[1:2], per_seed, baselines={"classification": 20.0})
+    assert at_chance.loc["y-best", "verdict"] == report.AT_CHANCE
 
 
-def test_paper_claims_name_paper_variants_and_pick_the_best_learned_rpe():
-    per_seed = _per_seed({"rpe-learned": [1.0], "ape-learned+rpe-learned": [9.0]}, column="squad")
-    claims = {c.key: c for c in report.paper_claims(per_seed=per_seed, span_tasks=("squad",))}
+def test_paper_claims_name_paper_variants_and_pick_the_best_learned_rpe_on_validation():
+    validation = _per_seed({"rpe-learned": [1.0], "ape-learned+rpe-learned": [9.0]}, column="squad")
+    claims = {c.key: c for c in report.paper_claims(selection=validation, span_tasks=("squad",))}
     assert {c.worse for c in claims["cls-ape-best"].comparisons} == set(report.SINGLE_PES) - {"ape-learned"}
     best = claims["span-best-learned-rpe"].comparisons
     assert {c.better for c in best} == {"ape-learned+rpe-learned"}
@@ -198,6 +179,8 @@ def test_paper_claims_name_paper_variants_and_pick_the_best_learned_rpe():
     for claim in claims.values():
         for c in claim.comparisons:
             assert c.better in report.PAPER_VARIANTS and c.worse in report.PAPER_VARIANTS
+    unselected = {c.key: c for c in report.paper_claims(span_tasks=("squad",))}
+    assert {c.better for c in unselected["span-best-learned-rpe"].comparisons} == {"rpe-learned"}
 
 
 def test_correlations_and_indicator_verdicts():
@@ -237,20 +220,14 @@ def test_metric_means_and_baselines():
                             "metric": ["f1"] * 3, "value": [10.0, 20.0, 5.0]})
     means = report.metric_means(records)
     assert list(means.index) == ["b", "a"] and means.loc["b", ("mrpc", "f1")] == 15.0
-    base = report.constant_baseline(("accuracy", "f1", "matthews_correlation"), "classification",
-                                    [1, 1, 0], [1, 0, 0, 0])
-    assert base == {"accuracy": 0.25, "f1": pytest.approx(0.4), "matthews_correlation": 0.0}
-    regression = report.constant_baseline(("pearson",), "regression", [0.0, 1.0], [0.2, 0.9])
-    assert math.isnan(regression["pearson"])
-    assert report.no_answer_baseline([{"text": []}, {"text": ["x"]}]) == {"exact_match": 50.0, "f1": 50.0}
 
 
 def test_best_excludes_a_baseline_and_origin_table():
     per_seed = _per_seed({"baseline": [9.0], "a": [2.0], "b": [3.0]})
     summary = report.summarise(per_seed)
     assert report.best_per_column(summary, exclude=["baseline"]) == {"classification": ["b"]}
-    finetuned = {("a", "cola", 0): {"origin": "packaged:word-order", "train_examples": 10, "test": {}},
-                 ("a", "sst2", 0): {"origin": "hub:glue-sst2", "train_examples": 20, "test": {}}}
+    finetuned = {("a", "cola", 0, 0): {"origin": "packaged:word-order", "train_examples": 10, "test": {}},
+                 ("a", "sst2", 0, 0): {"origin": "hub:glue-sst2", "train_examples": 20, "test": {}}}
     table = report.origin_table(finetuned, {"cola": "word order", "sst2": "reviews"},
                                 {"cola": ("matthews_correlation",)}, {"cola": 5})
     assert table.loc["cola", "data in this run"] == "word order"
@@ -268,20 +245,20 @@ def test_best_text():
 
 def test_per_seed_by_metric():
     records = pd.DataFrame({"variant": ["a"] * 4, "task": ["squad", "squad", "squad_v2", "squad_v2"],
-                            "seed": [0] * 4, "metric": ["exact_match", "f1"] * 2, "value": [1.0, 2.0, 3.0, 4.0]})
+                            "pretrain_seed": [0] * 4, "seed": [0] * 4, "metric": ["exact_match", "f1"] * 2,
+                            "value": [1.0, 2.0, 3.0, 4.0]})
     table = report.per_seed_by_metric(records, {"exact_match": "EM", "f1": "F1"})
     assert list(table.columns) == ["squad EM", "squad F1", "squad_v2 EM", "squad_v2 F1"]
-    assert table.loc[("a", 0), "squad_v2 F1"] == 4.0
+    assert table.loc[("a", 0, 0), "squad_v2 F1"] == 4.0
 
 
 def test_comparison_table():
-    per_seed = _per_seed({"x": [10.0, 11.0, 12.0], "y": [1.0, 2.0, 3.0]})
+    per_seed = _per_seed({"x": [[10.0, 11.0, 12.0], [12.0, 12.0, 13.0]], "y": [[1.0, 2.0, 3.0], [2.0, 1.0, 2.0]]})
     claims = [Claim("k", "x beats y", (Comparison("x", "y", "classification"), Comparison("y", "x", "classification")))]
     table = report.comparison_table(claims, per_seed)
     assert list(table["outcome"]) == ["as claimed", "against"]
-    assert table.loc[0, "difference"] == 9.0 and table.loc[0, "spread"] == 1.0
-    one_seed = _per_seed({"x": [10.0], "y": [1.0]})
-    assert list(report.comparison_table(claims[:1], one_seed)["outcome"]) == ["no spread (one seed)"] * 2
+    assert table.loc[0, "difference"] == pytest.approx(35 / 3 - 11 / 6) and table.loc[0, "low"] > 0
+    assert "pooled over 2 variant(s)" in table.loc[0, "variance"]
 
 
 def test_format_summary_marks_nothing_when_every_variant_ties():
@@ -307,25 +284,26 @@ def test_untying_pairs_need_both_sides():
     assert report.untying_pairs(names) == {"rpe-learned+untie-cls": "rpe-learned"}
 
 
-def _per_seed(scores: dict[str, list[float]], column: str = "classification") -> pd.DataFrame:
-    rows = [(v, s, x) for v, xs in scores.items() for s, x in enumerate(xs)]
-    return pd.DataFrame(rows, columns=["variant", "seed", column]).set_index(["variant", "seed"])
+def _nested(centre: float) -> list[list[float]]:
+    """3 pretraining x 3 fine-tuning seeds around ``centre`` (pretrained-model means centre - 1, centre, centre + 1)."""
+    return [[centre + p - 0.5, centre + p, centre + p + 0.5] for p in (-1, 0, 1)]
 
 
 @pytest.mark.parametrize("untied, share, conclusion", [
-    ([79.0, 80.0, 81.0], 0.9, "closes the gap"),  # beats tied by 9 > spread 1; 1 behind APE, within spread
-    ([74.0, 75.0, 76.0], 0.4, "narrows the gap"),  # beats tied by 4; still 6 behind APE
-    ([71.0, 71.5, 72.0], 0.05, "inconclusive (differences within the spread)"),
-    ([60.0, 61.0, 62.0], -1.0, "widens the gap"),
+    (79.0, 0.9, "closes the gap (no remaining gap detected)"),  # beats tied by 9; 1 behind APE, not decided
+    (75.0, 0.5, "narrows the gap"),  # beats tied by 5; still 5 behind APE
+    (71.0, 0.1, report.UNDECIDED),
+    (62.0, -0.8, "widens the gap"),
+    (90.0, 2.0, "reverses the gap"),
 ])
 def test_cls_gap_verdicts(untied, share, conclusion):
-    per_seed = _per_seed({"ape-learned": [80.0, 81.0, 82.0], "rpe-learned": [70.0, 71.0, 72.0],
-                          "rpe-learned+untie-cls": untied})
+    per_seed = _per_seed({"ape-learned": _nested(80.0), "rpe-learned": _nested(70.0),
+                          "rpe-learned+untie-cls": _nested(untied)})
     row = report.cls_gap(per_seed, "ape-learned", {"rpe-learned+untie-cls": "rpe-learned"}, "classification").iloc[0]
     assert row["gap before"] == pytest.approx(10.0)
     assert row["share closed"] == pytest.approx(share)
+    assert row["gain low"] < row["gain"] < row["gain high"]
     assert row["conclusion"] == conclusion
-
 
 def test_cls_gap_without_a_gap_or_a_spread():
     pairs = {"rpe-learned+untie-cls": "rpe-learned"}
@@ -334,4 +312,14 @@ def test_cls_gap_without_a_gap_or_a_spread():
     assert row["conclusion"].startswith("no gap") and math.isnan(row["share closed"])
     one_seed = _per_seed({"ape-learned": [80.0], "rpe-learned": [70.0], "rpe-learned+untie-cls": [79.0]})
     row = report.cls_gap(one_seed, "ape-learned", pairs, "classification").iloc[0]
-    assert row["conclusion"] == report.NO_SPREAD and row["share closed"] == pytest.approx(0.9)
+    assert row["conclusion"] == report.VARIANCE_UNKNOWN and row["share closed"] == pytest.approx(0.9)
+
+
+def test_seed_design_in_words():
+    from pe_lib.experiments.profiles import get_profile
+
+    profile = get_profile("smoke").with_overrides(seeds=(0, 1, 2), pretrain_seeds_by_variant={"none": 3, "rpe-sin": 3})
+    assert report.seed_design(profile, ["none", "rpe-sin", "ape-sin", "alibi", "rope"]) == (
+        "3 pretraining seed(s) for none, rpe-sin; 1 for the other 3 variant(s); "
+        "3 fine-tuning seed(s) on each pretrained model")
+    assert report.seed_design(profile, ["ape-sin"]).startswith("1 pretraining seed(s) for every variant")

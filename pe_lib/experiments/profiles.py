@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 
+from pe_lib.errors import InputError
 from pe_lib.training.finetune import FinetuneConfig
 from pe_lib.training.pretrain import PretrainConfig
 
@@ -37,13 +38,20 @@ class Profile:
     tokenizer: dict = field(default_factory=lambda: {"kind": "wordpiece", "vocab_size": 8192})
     variants: tuple[str, ...] = PAPER_VARIANTS + MODERN_VARIANTS + UNTIED_VARIANTS
     tasks: tuple[str, ...] = OFFLINE_TASKS
-    seeds: tuple[int, ...] = (0,)
+    seeds: tuple[int, ...] = (0,)  # fine-tuning seeds, run on every pretrained model
+    pretrain_seeds: int = 1  # pretraining seeds (0, 1, ...) of every variant ...
+    pretrain_seeds_by_variant: dict[str, int] = field(default_factory=dict)  # ... unless named here
     task_max_train: int | None = 4000
     task_max_eval: int | None = 1000  # validation/test examples scored (first N of the fixed split)
     probe: dict = field(default_factory=lambda: {"length": 64, "n_words": 100})
     data_source: str = "auto"  # hub when online, packaged analogues otherwise
     extrapolation_multipliers: tuple[int, ...] = (1, 2, 4)  # evaluation lengths, in multiples of seq_len
     extrapolation_tokens: int = 131_072  # validation tokens evaluated at every length (pe_lib.extrapolation)
+
+    def pretrain_seeds_for(self, variant: str) -> tuple[int, ...]:
+        """The pretraining seeds of ``variant``: each is one pretrained model, fine-tuned with every
+        seed of :attr:`seeds`, so comparisons see the variance of both."""
+        return tuple(range(self.pretrain_seeds_by_variant.get(variant, self.pretrain_seeds)))
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -89,6 +97,7 @@ CPU = Profile(
     seq_len=128,
     corpus_tokens=None,
     seeds=(0, 1, 2),
+    pretrain_seeds_by_variant={"none": 3, "ape-learned": 3, "rpe-learned": 3},
     task_max_train=1500,
     task_max_eval=400,
     probe={"length": 128, "n_words": 100},
@@ -120,4 +129,4 @@ def get_profile(name: str) -> Profile:
     try:
         return PROFILES[name]
     except KeyError:
-        raise ValueError(f"unknown profile {name!r}; valid profiles: {', '.join(PROFILES)}") from None
+        raise InputError(f"unknown profile {name!r}; valid profiles: {', '.join(PROFILES)}") from None

@@ -14,17 +14,18 @@ import hashlib
 import json
 import time
 from collections import defaultdict
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from pe_lib.experiments.baselines import UNIGRAM_SMOOTHING, task_baselines, unigram_validation_loss
 from pe_lib.experiments.profiles import Profile
 from pe_lib.experiments.store import Artifact, Store, git_commit
 from pe_lib.extrapolation import BUCKETS_PER_LENGTH, length_extrapolation
-from pe_lib.io import content_key, remove_stale_parts
+from pe_lib.io import content_key, manifested_dir, remove_stale_parts, verified
 from pe_lib.model import PEBertConfig, PEBertForMaskedLM, quiet_transformers
 from pe_lib.positions import OffsetTableRPE, parse_variant
 from pe_lib.probing import identical_word_attention
@@ -32,8 +33,21 @@ from pe_lib.properties import chen_locality, chen_symmetry, indicators
 from pe_lib.training.finetune import finetune
 from pe_lib.training.pretrain import MLMData, make_blocks, pretrain, use_bf16
 
-ANALYSIS_VERSION = 1
-EXTRAPOLATION_VERSION = 2  # 2: paired changes against the same tokens at 1x
+#: The version of the code behind each stage, part of every artifact key of that stage. Bump a
+#: stage's number in the commit that changes its numbers (not for a refactor that changes none),
+#: so changed code never reuses a stale artifact and a pure refactor keeps every committed one.
+#: History: pretrain 1 = seeds per pretraining run, a validation mask shared by all of them,
+#: the deterministic tokenizer and the learned APE's broadcast lookup (all keys new on 2026-11-30);
+#: analysis 1; extrapolation 1 (paired changes against the same tokens at 1x); finetune 1 (the
+#: SQuAD v2.0 null threshold chosen on the validation split); baselines 1 (the task baselines and
+#: the unigram loss of :mod:`pe_lib.experiments.baselines`).
+CODE_VERSIONS = {"pretrain": 1, "analysis": 1, "extrapolation": 1, "finetune": 1, "baselines": 1}
+
+
+def stage_name(stage: str, pretrain_seed: int, *parts: str) -> str:
+    """A store folder's stage: ``pretrain-p0``, ``analysis-p1``, ``finetune-sst2-p0-seed2``, ...
+    (``p``: the pretraining seed)."""
+    return "-".join((stage, *parts[:1], f"p{pretrain_seed}", *parts[1:]))
 
 
 def locked(method):
@@ -67,6 +81,7 @@ class Runner:
         self._given_data = data is not None
         self._corpus = None
         self._tasks: dict = {}
+        self._task_keys: dict[str, str] = {}
 
     # ------------------------------------------------------------------ data
 
@@ -76,7 +91,8 @@ class Runner:
             from pe_lib.data import load_tokenizer
 
             t0 = time.perf_counter()
-            self._tokenizer = load_tokenizer(**self.profile.tokenizer, source=self.profile.data_source, cache_dir=self.cache_dir)
+            self._tokenizer = load_tokenizer(**self.profile.tokenizer, source=self.profile.data_source, cache_dir=self.cache_dir,
+                                             progress=self.progress)
             self.timings["data"] += time.perf_counter() - t0
         return self._tokenizer
 
@@ -85,7 +101,7 @@ class Runner:
         if self._corpus is None:
             from pe_lib.data import load_corpus
 
-            self._corpus = load_corpus(self.profile.data_source, self.cache_dir)
+            self._corpus = load_corpus(self.profile.data_source, self.cache_dir, progress=self.progress)
         return self._corpus
 
     def data_fingerprint(self) -> dict:
@@ -100,17 +116,15 @@ class Runner:
         if self._data is None:
             t0 = time.perf_counter()
             tok, corpus = self.tokenizer, self.corpus
-            path = self.work / "blocks" / f"{content_key(self.data_fingerprint())}.npz"
-            if not path.exists():
+            folder = self.work / "blocks" / content_key(self.data_fingerprint())
+            if not verified(folder, "token blocks"):  # absent, or corrupt (reported): built again
                 cap = self.profile.corpus_tokens
                 blocks = {split: text_blocks(tok, corpus.lines(split), self.profile.seq_len,
                                              cap if split == "train" else cap and cap // 10)
                           for split in ("train", "validation")}
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(".part.npz")
-                np.savez(tmp, **blocks)
-                tmp.replace(path)
-            with np.load(path) as npz:
+                with manifested_dir(folder, "token blocks") as work:
+                    np.savez(work / "blocks.npz", **blocks)
+            with np.load(folder / "blocks.npz", allow_pickle=False) as npz:
                 self._data = MLMData.for_tokenizer(tok, npz["train"], npz["validation"])
             self.timings["data"] += time.perf_counter() - t0
         return self._data
@@ -135,123 +149,236 @@ class Runner:
         return PEBertConfig(vocab_size=len(self.tokenizer), position_embedding=variant,
                             pad_token_id=self.tokenizer.pad_token_id, **self.profile.model)
 
-    def pretrain_config(self, variant: str) -> dict:
+    def pretrain_config(self, variant: str, pretrain_seed: int = 0) -> dict:
         variant = parse_variant(variant).name
-        return {"stage": "pretrain", "variant": variant, "model": self.model_config(variant).to_diff_dict(),
-                "pretrain": asdict(self.profile.pretrain), "data": self.data_fingerprint()}
+        # the library's version is provenance, not key: an upgrade that changes no number keeps the artifacts
+        model = {k: v for k, v in self.model_config(variant).to_diff_dict().items() if k != "transformers_version"}
+        return {"stage": "pretrain", "code_version": CODE_VERSIONS["pretrain"], "variant": variant, "model": model,
+                "pretrain": asdict(replace(self.profile.pretrain, seed=pretrain_seed)), "data": self.data_fingerprint()}
 
-    def run_dir(self, variant: str) -> Path:
-        return self.work / self.profile.name / f"{variant}-{Store.key(self.pretrain_config(variant))}"
+    def pretrain_key(self, variant: str, pretrain_seed: int = 0) -> str:
+        return Store.key(self.pretrain_config(variant, pretrain_seed))
+
+    def run_dir(self, variant: str, pretrain_seed: int = 0) -> Path:
+        return self.work / self.profile.name / f"{variant}-{self.pretrain_key(variant, pretrain_seed)}"
 
     # ------------------------------------------------------------------ stages
 
     @locked
-    def ensure_pretrained(self, variant: str) -> Artifact:
-        config = self.pretrain_config(variant)
-        found = self.store.load(variant, "pretrain", config)
+    def ensure_pretrained(self, variant: str, pretrain_seed: int = 0) -> Artifact:
+        config = self.pretrain_config(variant, pretrain_seed)
+        stage = stage_name("pretrain", pretrain_seed)
+        found = self.store.load(variant, stage, config)
         if found is not None:
             return found
         data = self.mlm_data()
         t0 = time.perf_counter()
-        result = pretrain(self.model_config(variant), data, self.profile.pretrain, self.run_dir(variant), progress=self.progress)
+        run_dir = self.run_dir(variant, pretrain_seed)
+        result = pretrain(self.model_config(variant), data, replace(self.profile.pretrain, seed=pretrain_seed), run_dir,
+                          progress=self.progress)
         wall = time.perf_counter() - t0
         self.timings["pretrain"] += wall
-        curve = [json.loads(line) for line in (self.run_dir(variant) / "curve.jsonl").read_text().splitlines() if line]
-        return self.store.save(variant, "pretrain", config, {"result": result, "curve": curve}, wall)
+        curve = [json.loads(line) for line in (run_dir / "curve.jsonl").read_text().splitlines() if line]
+        return self.store.save(variant, stage, config, {"result": result, "curve": curve}, wall)
 
-    def trained_model(self, variant: str) -> PEBertForMaskedLM:
+    def trained_model(self, variant: str, pretrain_seed: int = 0) -> PEBertForMaskedLM:
         """The pretrained model (re-running pretraining if only its artifact, not its weights, is here)."""
-        model_dir = self.run_dir(variant) / "model"
-        if not model_dir.exists():
-            pretrain(self.model_config(variant), self.mlm_data(), self.profile.pretrain, self.run_dir(variant),
-                     progress=self.progress)
+        run_dir = self.run_dir(variant, pretrain_seed)
+        # checks a finished run folder's manifests (fast), or finishes it; the weights are never read unchecked
+        pretrain(self.model_config(variant), self.mlm_data(), replace(self.profile.pretrain, seed=pretrain_seed),
+                 run_dir, progress=self.progress)
         with quiet_transformers():
-            return PEBertForMaskedLM.from_pretrained(model_dir).eval()
+            return PEBertForMaskedLM.from_pretrained(run_dir / "model").eval()
+
+    def analysis_config(self, variant: str, pretrain_seed: int = 0) -> dict:
+        return {"stage": "analysis", "code_version": CODE_VERSIONS["analysis"],
+                "pretrain": self.pretrain_key(variant, pretrain_seed), "probe": self.profile.probe}
 
     @locked
-    def ensure_analysis(self, variant: str) -> Artifact:
+    def ensure_analysis(self, variant: str, pretrain_seed: int = 0) -> Artifact:
         """PE proximity matrices, identical-word attention and indicators, at init and after pretraining."""
-        config = {"stage": "analysis", "version": ANALYSIS_VERSION, "pretrain": Store.key(self.pretrain_config(variant)),
-                  "probe": self.profile.probe}
-        found = self.store.load(variant, "analysis", config)
+        config = self.analysis_config(variant, pretrain_seed)
+        stage = stage_name("analysis", pretrain_seed)
+        found = self.store.load(variant, stage, config)
         if found is not None:
             return found
-        self.ensure_pretrained(variant)
+        self.ensure_pretrained(variant, pretrain_seed)
         t0 = time.perf_counter()
-        torch.manual_seed(self.profile.pretrain.seed)  # the same initialisation as pretraining
+        torch.manual_seed(pretrain_seed)  # the same initialisation as pretraining
         initial = PEBertForMaskedLM(self.model_config(variant)).eval()
         payload, arrays = {}, {}
-        for state, model in (("init", initial), ("trained", self.trained_model(variant))):
+        for state, model in (("init", initial), ("trained", self.trained_model(variant, pretrain_seed))):
             payload[state], state_arrays = analyse(model, self.profile.seq_len, self.profile.probe)
             arrays.update({f"{state}.{name}": a for name, a in state_arrays.items()})
         wall = time.perf_counter() - t0
         self.timings["analysis"] += wall
-        return self.store.save(variant, "analysis", config, payload, wall, arrays)
+        return self.store.save(variant, stage, config, payload, wall, arrays)
 
-    def extrapolation_config(self, variant: str) -> dict:
+    def extrapolation_config(self, variant: str, pretrain_seed: int = 0) -> dict:
+        """The masked validation tokens are drawn with seed 0 for every model, so all are scored on the same ones."""
         multipliers = list(self.profile.extrapolation_multipliers)
-        return {"stage": "extrapolation", "version": EXTRAPOLATION_VERSION, "pretrain": Store.key(self.pretrain_config(variant)),
+        return {"stage": "extrapolation", "code_version": CODE_VERSIONS["extrapolation"],
+                "pretrain": self.pretrain_key(variant, pretrain_seed),
                 "multipliers": multipliers, "lengths": [m * self.profile.seq_len for m in multipliers],
-                "tokens": self.profile.extrapolation_tokens, "seed": self.profile.pretrain.seed,
+                "tokens": self.profile.extrapolation_tokens, "seed": 0,
                 "bucket": max(1, self.profile.seq_len // BUCKETS_PER_LENGTH)}
 
     @locked
-    def ensure_extrapolation(self, variant: str) -> Artifact:
+    def ensure_extrapolation(self, variant: str, pretrain_seed: int = 0) -> Artifact:
         """MLM loss of the pretrained model at each multiple of the pretraining length
         (:func:`pe_lib.extrapolation.length_extrapolation`; "cannot run" where the PE has too few positions)."""
-        config = self.extrapolation_config(variant)
-        found = self.store.load(variant, "extrapolation", config)
+        config = self.extrapolation_config(variant, pretrain_seed)
+        stage = stage_name("extrapolation", pretrain_seed)
+        found = self.store.load(variant, stage, config)
         if found is not None:
             return found
-        self.ensure_pretrained(variant)
+        self.ensure_pretrained(variant, pretrain_seed)
         data = self.mlm_data()
         t0 = time.perf_counter()
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        model = self.trained_model(variant).to(device)
+        model = self.trained_model(variant, pretrain_seed).to(device)
         payload = length_extrapolation(model, data, config["lengths"], config["tokens"], seed=config["seed"],
                                        mask_prob=self.profile.pretrain.mask_prob, train_length=self.profile.seq_len,
                                        bucket=config["bucket"], bf16=use_bf16(self.profile.pretrain.precision, device))
         wall = time.perf_counter() - t0
         self.timings["extrapolation"] += wall
-        return self.store.save(variant, "extrapolation", config, payload, wall)
+        return self.store.save(variant, stage, config, payload, wall)
 
-    def finetune_config(self, variant: str, task: str, seed: int) -> dict:
-        return {"stage": "finetune", "pretrain": Store.key(self.pretrain_config(variant)), "task": task, "seed": seed,
-                "finetune": asdict(replace(self.profile.finetune, seed=seed)), "data": content_key(self.task(task).card),
-                "max_eval": self.profile.task_max_eval}
+    def task_fingerprint(self, name: str) -> str:
+        """What identifies a task's data as the runner uses it: its origin and the content of every
+        example of the (capped) splits, so a changed builder can never reuse a stale artifact."""
+        if name not in self._task_keys:
+            task = self.task(name)
+            digest = hashlib.sha256(task.origin.encode())
+            for split in ("train", "validation", "test"):
+                for row in task.splits[split].to_list():
+                    digest.update(json.dumps(row, sort_keys=True, separators=(",", ":")).encode())
+            self._task_keys[name] = digest.hexdigest()[:16]
+        return self._task_keys[name]
+
+    def finetune_config(self, variant: str, task: str, seed: int, pretrain_seed: int = 0) -> dict:
+        return {"stage": "finetune", "code_version": CODE_VERSIONS["finetune"],
+                "pretrain": self.pretrain_key(variant, pretrain_seed), "task": task, "seed": seed,
+                "finetune": asdict(replace(self.profile.finetune, seed=seed)), "data": self.task_fingerprint(task)}
 
     @locked
-    def ensure_finetuned(self, variant: str, task_name: str, seed: int) -> Artifact:
-        config = self.finetune_config(variant, task_name, seed)
-        found = self.store.load(variant, f"finetune-{task_name}-seed{seed}", config)
+    def ensure_finetuned(self, variant: str, task_name: str, seed: int, pretrain_seed: int = 0) -> Artifact:
+        config = self.finetune_config(variant, task_name, seed, pretrain_seed)
+        stage = stage_name("finetune", pretrain_seed, task_name, f"seed{seed}")
+        found = self.store.load(variant, stage, config)
         if found is not None:
             return found
-        self.ensure_pretrained(variant)
+        self.ensure_pretrained(variant, pretrain_seed)
         task = self.task(task_name)
         t0 = time.perf_counter()
-        self.trained_model(variant)  # makes sure the weights are on disk
-        result = finetune(self.run_dir(variant) / "model", self.tokenizer, task, replace(self.profile.finetune, seed=seed),
-                          progress=self.progress)
+        self.trained_model(variant, pretrain_seed)  # makes sure the weights are on disk
+        result = finetune(self.run_dir(variant, pretrain_seed) / "model", self.tokenizer, task,
+                          replace(self.profile.finetune, seed=seed), progress=self.progress)
         wall = time.perf_counter() - t0
         self.timings["finetune"] += wall
-        return self.store.save(variant, f"finetune-{task_name}-seed{seed}", config, result, wall)
+        return self.store.save(variant, stage, config, result, wall)
+
+    #: The store folder of the baselines (beside the variants' folders; not a variant).
+    BASELINES = "baselines"
+
+    def baselines_config(self, task: str) -> dict:
+        return {"stage": "baselines", "code_version": CODE_VERSIONS["baselines"], "task": task, "data": self.task_fingerprint(task)}
+
+    @locked
+    def ensure_baselines(self, task_name: str) -> Artifact:
+        """The baselines of a task (:func:`pe_lib.experiments.baselines.task_baselines`: best
+        constant, bag of words or fixed span rules) on the examples the models see."""
+        config = self.baselines_config(task_name)
+        found = self.store.load(self.BASELINES, f"baselines-{task_name}", config)
+        if found is not None:
+            return found
+        t0 = time.perf_counter()
+        payload = task_baselines(self.task(task_name))
+        wall = time.perf_counter() - t0
+        self.timings["baselines"] += wall
+        return self.store.save(self.BASELINES, f"baselines-{task_name}", config, payload, wall)
+
+    def unigram_config(self) -> dict:
+        cfg = self.profile.pretrain
+        return {"stage": "unigram", "code_version": CODE_VERSIONS["baselines"], "data": self.data_fingerprint(),
+                "validation": {"batch_size": cfg.batch_size, "eval_batches": cfg.eval_batches, "mask_prob": cfg.mask_prob},
+                "smoothing": UNIGRAM_SMOOTHING}
+
+    @locked
+    def ensure_unigram(self) -> Artifact:
+        """The validation loss of a unigram model of the training blocks on the masked validation
+        tokens of the models' validation loss (:func:`pe_lib.experiments.baselines.unigram_validation_loss`)."""
+        config = self.unigram_config()
+        found = self.store.load(self.BASELINES, "unigram", config)
+        if found is not None:
+            return found
+        data = self.mlm_data()
+        t0 = time.perf_counter()
+        payload = unigram_validation_loss(data, self.profile.pretrain, UNIGRAM_SMOOTHING)
+        wall = time.perf_counter() - t0
+        self.timings["baselines"] += wall
+        return self.store.save(self.BASELINES, "unigram", config, payload, wall)
 
     @locked
     def run(self, variants: list[str] | None = None, tasks: list[str] | None = None) -> dict[str, float]:
         """Ensure every artifact of the profile (or of the given variants/tasks); returns stage wall times."""
+        from pe_lib.data.tasks import get_task
+
         variants = [parse_variant(v).name for v in (variants or self.profile.variants)]
-        tasks = list(tasks or self.profile.tasks)
+        tasks = [get_task(task).meta.name for task in (tasks or self.profile.tasks)]  # unknown: one error, now
         remove_stale_parts(self.store.root)  # what a killed run left half-written
         t0 = time.perf_counter()
+        self.ensure_unigram()
+        for task in tasks:
+            self.ensure_baselines(task)
         for variant in tqdm(variants, desc=f"profile {self.profile.name}", unit="variant", disable=not self.progress):
-            self.ensure_pretrained(variant)
-            self.ensure_analysis(variant)
-            self.ensure_extrapolation(variant)
-            for task in tasks:
-                for seed in self.profile.seeds:
-                    self.ensure_finetuned(variant, task, seed)
+            for p in self.profile.pretrain_seeds_for(variant):
+                self.ensure_pretrained(variant, p)
+                self.ensure_analysis(variant, p)
+                self.ensure_extrapolation(variant, p)
+                for task in tasks:
+                    for seed in self.profile.seeds:
+                        self.ensure_finetuned(variant, task, seed, p)
         self.timings["total"] = time.perf_counter() - t0
         return dict(self.timings)
+
+    def plan(self, variants: list[str] | None = None, tasks: list[str] | None = None) -> list[PlannedArtifact]:
+        """Every artifact :meth:`run` would need, in its order, each marked stored (found and
+        checksum-valid in the store) or to compute; nothing is computed (the tokenizer, corpus and
+        tasks are read to form the keys, so run ``pe-lib data`` first)."""
+        variants = [parse_variant(v).name for v in (variants or self.profile.variants)]
+        tasks = list(tasks or self.profile.tasks)
+        baselines = [("unigram", self.unigram_config())]
+        baselines += [(f"baselines-{task}", self.baselines_config(task)) for task in tasks]
+        planned = [self._planned(self.BASELINES, stage, config) for stage, config in baselines]
+        for variant in variants:
+            for p in self.profile.pretrain_seeds_for(variant):
+                stages = [(stage_name("pretrain", p), self.pretrain_config(variant, p)),
+                          (stage_name("analysis", p), self.analysis_config(variant, p)),
+                          (stage_name("extrapolation", p), self.extrapolation_config(variant, p))]
+                stages += [(stage_name("finetune", p, task, f"seed{seed}"), self.finetune_config(variant, task, seed, p))
+                           for task in tasks for seed in self.profile.seeds]
+                planned += [self._planned(variant, stage, config) for stage, config in stages]
+        return planned
+
+    def _planned(self, variant: str, stage: str, config: dict) -> PlannedArtifact:
+        return PlannedArtifact(variant, stage, config, self.store.folder(variant, stage, config),
+                               self.store.load(variant, stage, config) is not None)
+
+    def orphans(self, planned: list[PlannedArtifact]) -> list[Path]:
+        """Artifact folders in the store that no planned artifact names: made by other code or
+        another configuration (or another profile's variants), never read by this one."""
+        wanted = {a.folder for a in planned}
+        return [folder for folder in self.store.artifact_folders() if folder not in wanted]
+
+
+@dataclass(frozen=True)
+class PlannedArtifact:
+    variant: str
+    stage: str
+    config: dict
+    folder: Path
+    stored: bool
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -96,6 +96,10 @@ class Store:
     def folder(self, variant: str, stage: str, config: dict) -> Path:
         return self.root / variant / f"{stage}-{self.key(config)}"
 
+    def artifact_folders(self) -> list[Path]:
+        """Every artifact folder of this profile (``<variant>/<stage>-<key>`` with a manifest)."""
+        return sorted(f.parent for f in self.root.glob("*/*/manifest.json") if not f.parent.name.startswith("."))
+
     def load(self, variant: str, stage: str, config: dict) -> Artifact | None:
         """The artifact for this exact config, or None when absent or corrupt (with a warning)."""
         folder = self.folder(variant, stage, config)

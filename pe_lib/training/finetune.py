@@ -5,7 +5,8 @@ Span prediction follows HuggingFace's ``run_qa``: long contexts are cut into ove
 (``doc_stride``); a window that does not contain the answer is labelled with the [CLS] position;
 decoding takes the best valid span (start <= end, at most ``max_answer_len`` tokens, inside the
 context) over all windows of a question, and for SQuAD v2.0 answers "" when the [CLS] (null) score
-beats the best span.
+beats the best span by more than a threshold chosen on the validation split (as the official v2.0
+evaluation does, :func:`best_null_threshold`) and applied to both splits.
 """
 from __future__ import annotations
 
@@ -141,9 +142,12 @@ def batches(features: list[dict], size: int, pad_id: int, order: np.ndarray | No
 # ----------------------------------------------------------------------------- decoding
 
 
-def decode_spans(features: list[dict], starts: np.ndarray, ends: np.ndarray, contexts: dict[str, str],
-                 max_answer_len: int, allow_null: bool, n_best: int = 20) -> dict[str, str]:
-    """Best answer text per example over all its windows; "" when the null score wins (v2)."""
+def span_candidates(features: list[dict], starts: np.ndarray, ends: np.ndarray, contexts: dict[str, str],
+                    max_answer_len: int, n_best: int = 20) -> dict[str, tuple[str, float]]:
+    """Per example, over all its windows: the text of the best valid span and its null-score
+    difference ``null - best``, where ``null`` is the lowest [CLS] score ``start[0] + end[0]`` of
+    its windows (HuggingFace's ``run_qa``) and ``best`` the score of the best span (``+inf`` when
+    no window has a valid span; the text is then "")."""
     best: dict[str, tuple[float, str]] = {}
     null: dict[str, float] = defaultdict(lambda: math.inf)
     for feature, start_logits, end_logits in zip(features, starts, ends):
@@ -160,11 +164,53 @@ def decode_spans(features: list[dict], starts: np.ndarray, ends: np.ndarray, con
                 score = float(start_logits[s] + end_logits[e])
                 if qid not in best or score > best[qid][0]:
                     best[qid] = (score, contexts[qid][offsets[s][0] : offsets[e][1]])
-    answers = {}
-    for qid in {f["example_id"] for f in features}:
+    candidates = {}
+    for qid in dict.fromkeys(f["example_id"] for f in features):
         score, text = best.get(qid, (-math.inf, ""))
-        answers[qid] = "" if allow_null and null[qid] > score else text
-    return answers
+        candidates[qid] = (text, null[qid] - score)
+    return candidates
+
+
+def answers_at(candidates: dict[str, tuple[str, float]], threshold: float | None) -> dict[str, str]:
+    """The answer of each example: "" ("no answer") when its null-score difference exceeds
+    ``threshold``, else its best span; ``threshold=None`` never answers "no answer" (SQuAD v1.1)."""
+    return {qid: "" if threshold is not None and diff > threshold else text
+            for qid, (text, diff) in candidates.items()}
+
+
+def best_null_threshold(candidates: dict[str, tuple[str, float]], golds: dict[str, list[str]]) -> float:
+    """The null-score threshold that maximises the F1 over ``golds``, as the official SQuAD v2.0
+    evaluation chooses it (``find_best_thresh`` of ``evaluate-v2.0.py``, with the null-score
+    difference in place of its no-answer probability): start from answering "no answer"
+    everywhere, switch the examples to their span in increasing order of their difference (tied
+    differences together, since one threshold cannot separate them), and keep the threshold after
+    the switch with the highest total F1. ``-inf`` (always "no answer") when no switch helps; the
+    first best wins ties, so the threshold is the lowest that reaches the best F1.
+
+    Chosen on the validation split and applied to the test split, it lets a model whose null
+    score is miscalibrated (e.g. always above its span scores) still answer where it is most
+    confident, so the test score measures how well the model ranks answerable questions."""
+    def f1(prediction: str, answers: list[str]) -> float:
+        return max(metrics.token_f1(prediction, a) for a in (answers or [""]))
+
+    order = sorted(golds, key=lambda qid: candidates[qid][1])
+    total = best_total = 0.0
+    best_threshold = -math.inf
+    for i, qid in enumerate(order):
+        text, diff = candidates[qid]
+        total += f1(text, golds[qid]) - f1("", golds[qid])
+        last_of_tie = i + 1 == len(order) or candidates[order[i + 1]][1] != diff
+        if last_of_tie and math.isfinite(diff) and total > best_total:
+            best_total, best_threshold = total, diff
+    return best_threshold
+
+
+def decode_spans(features: list[dict], starts: np.ndarray, ends: np.ndarray, contexts: dict[str, str],
+                 max_answer_len: int, allow_null: bool, n_best: int = 20, threshold: float = 0.0) -> dict[str, str]:
+    """Best answer text per example over all its windows; with ``allow_null`` (v2) "" when the
+    null score beats the best span by more than ``threshold``."""
+    return answers_at(span_candidates(features, starts, ends, contexts, max_answer_len, n_best),
+                      threshold if allow_null else None)
 
 
 # ----------------------------------------------------------------------------- loops
@@ -184,8 +230,8 @@ def train(model, features: list[dict], cfg: FinetuneConfig, pad_id: int, bf16: b
                 if step == total:
                     return
                 torch.manual_seed(step_seed(cfg.seed, step, 0, 3))  # dropout
-                with autocast(torch.device("cpu"), bf16):
-                    loss = model(**batch).loss
+                with autocast(model.device, bf16):
+                    loss = model(**{k: v.to(model.device) for k, v in batch.items()}).loss
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                 optimizer.step()
@@ -201,14 +247,14 @@ def outputs(model, features: list[dict], cfg: FinetuneConfig, pad_id: int, bf16:
     """(batch, model output) over ``features`` in order, in evaluation mode."""
     model.eval()
     for batch in batches(features, cfg.eval_batch_size, pad_id):
-        inputs = {k: batch[k] for k in ("input_ids", "token_type_ids", "attention_mask")}
-        with autocast(torch.device("cpu"), bf16):
+        inputs = {k: batch[k].to(model.device) for k in ("input_ids", "token_type_ids", "attention_mask")}
+        with autocast(model.device, bf16):
             yield batch, model(**inputs)
 
 
 def predict_logits(model, features, cfg, pad_id, bf16) -> np.ndarray:
     """Sequence-level logits, shape (N, num_labels)."""
-    return np.concatenate([out.logits.float().numpy() for _, out in outputs(model, features, cfg, pad_id, bf16)])
+    return np.concatenate([out.logits.float().cpu().numpy() for _, out in outputs(model, features, cfg, pad_id, bf16)])
 
 
 def predict_spans(model, features, cfg, pad_id, bf16) -> tuple[list[np.ndarray], list[np.ndarray]]:
@@ -216,8 +262,8 @@ def predict_spans(model, features, cfg, pad_id, bf16) -> tuple[list[np.ndarray],
     starts, ends = [], []
     for batch, out in outputs(model, features, cfg, pad_id, bf16):
         for row, n in enumerate(batch["attention_mask"].sum(1).tolist()):
-            starts.append(out.start_logits[row, :n].float().numpy())
-            ends.append(out.end_logits[row, :n].float().numpy())
+            starts.append(out.start_logits[row, :n].float().cpu().numpy())
+            ends.append(out.end_logits[row, :n].float().cpu().numpy())
     return starts, ends
 
 
@@ -227,6 +273,14 @@ def score_sentences(task, logits: np.ndarray, split) -> dict[str, float]:
     return {name: _METRICS[name](labels, predictions) for name in task.meta.metrics}
 
 
+def training_device() -> torch.device:
+    """The device pretraining trains on: accelerate's, for the same request (``Accelerator(cpu=not
+    torch.cuda.is_available())`` in ``pretrain``): this process's GPU when CUDA is available, else the CPU."""
+    from accelerate import PartialState
+
+    return PartialState(cpu=not torch.cuda.is_available()).device
+
+
 def finetune(model_dir: str | os.PathLike, tokenizer, task, cfg: FinetuneConfig, progress: bool = True) -> dict:
     """Fine-tune the pretrained model in ``model_dir`` on ``task`` (a ``pe_lib.data.Task``) and
     score it on the validation and test splits. Returns ``{"validation": {...}, "test": {...}, ...}``."""
@@ -234,7 +288,8 @@ def finetune(model_dir: str | os.PathLike, tokenizer, task, cfg: FinetuneConfig,
         if split not in task.splits or len(task.splits[split]) == 0:
             raise ValueError(f"task {task.meta.name!r}: split {split!r} is missing or empty")
     started = time.perf_counter()
-    bf16 = use_bf16(cfg.precision, torch.device("cpu"))
+    device = training_device()
+    bf16 = use_bf16(cfg.precision, device)
     pad_id = tokenizer.pad_token_id
     span = task.meta.kind == "span"
     torch.manual_seed(step_seed(cfg.seed, 0, 0, 4))  # head initialisation
@@ -242,7 +297,11 @@ def finetune(model_dir: str | os.PathLike, tokenizer, task, cfg: FinetuneConfig,
         if span:
             model = PEBertForQuestionAnswering.from_pretrained(model_dir)
         else:
-            model = PEBertForSequenceClassification.from_pretrained(model_dir, num_labels=task.meta.num_labels)
+            names = dict(enumerate(task.meta.label_names))  # pipelines and tables show "positive", not LABEL_1
+            labels = {"id2label": names, "label2id": {name: i for i, name in names.items()}} if names else {}
+            model = PEBertForSequenceClassification.from_pretrained(model_dir, num_labels=task.meta.num_labels,
+                                                                    **labels)
+    model.to(device)
     if span:
         train_features = span_features(tokenizer, task.splits["train"], cfg, with_labels=True)
     else:
@@ -250,15 +309,17 @@ def finetune(model_dir: str | os.PathLike, tokenizer, task, cfg: FinetuneConfig,
     train(model, train_features, cfg, pad_id, bf16, f"finetune {task.meta.name}", progress)
 
     result = {"task": task.meta.name, "origin": task.origin, "config": asdict(cfg), "train_examples": len(task.splits["train"])}
-    for split_name in ("validation", "test"):
+    for split_name in ("validation", "test"):  # validation first: SQuAD v2's null threshold is chosen on it
         split = task.splits[split_name]
         if span:
             features = span_features(tokenizer, split, cfg, with_labels=False)
             starts, ends = predict_spans(model, features, cfg, pad_id, bf16)
             contexts = dict(zip(list(split["id"]), list(split["context"])))
-            answers = decode_spans(features, starts, ends, contexts, cfg.max_answer_len, task.meta.version_2_with_negative)
+            candidates = span_candidates(features, starts, ends, contexts, cfg.max_answer_len)
             golds = {qid: list(a["text"]) for qid, a in zip(list(split["id"]), list(split["answers"]))}
-            result[split_name] = metrics.squad_scores(answers, golds)
+            if task.meta.version_2_with_negative and "null_threshold" not in result:
+                result["null_threshold"] = best_null_threshold(candidates, golds)
+            result[split_name] = metrics.squad_scores(answers_at(candidates, result.get("null_threshold")), golds)
         else:
             features = sentence_features(tokenizer, split, task.text_columns, cfg.max_seq_len)
             result[split_name] = score_sentences(task, predict_logits(model, features, cfg, pad_id, bf16), split)

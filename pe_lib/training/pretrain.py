@@ -14,16 +14,28 @@ machine, same threads).
 Layout of ``out_dir``::
 
     checkpoints/step-00000100/   model.safetensors, trainer_state.pt, state.json, manifest.json
+                                 (state.json: step, time, run identity, the curve so far)
     checkpoints/latest           name of the newest complete checkpoint
+    refused/step-00000100/       a checkpoint set aside because its trainer state was not plain
+                                 tensors (a pickle carrying code); kept for inspection, never read
     curve.jsonl                  {"step", "split": "train"|"validation", "loss", ...} per line
-    model/                       the final model (save_pretrained), written when training ends
+    model/                       the final model (save_pretrained) with its manifest.json
     result.json                  final validation loss, throughput, wall time
+    manifest.json                sha256 of result.json, curve.jsonl and model/manifest.json
+
+Nothing is read without its checksum. The final files are written model first, result and run
+manifest last; a run folder counts as finished only when its manifest and the model's verify. A
+finished folder that fails (bit flip, truncation, or written by a version without manifests) is
+reported by name and finished again from its last checkpoint, which needs no training steps.
 """
 from __future__ import annotations
 
+import copy
+import io
 import json
 import math
 import os
+import pickle
 import shutil
 import time
 import warnings
@@ -38,7 +50,19 @@ from safetensors.torch import load_model, save_model
 from tqdm.auto import tqdm
 from transformers import get_linear_schedule_with_warmup
 
-from pe_lib.io import atomic_dir, atomic_write_text, exclusive_lock, explain_disk_full, read_json, remove_stale_parts, sha256_file, write_json
+from pe_lib.errors import CorruptFileError, InputError
+from pe_lib.io import (
+    MANIFEST,
+    atomic_write_text,
+    exclusive_lock,
+    explain_disk_full,
+    manifested_dir,
+    read_json,
+    remove_stale_parts,
+    verify_manifest,
+    write_json,
+    write_manifest,
+)
 from pe_lib.model import PEBertConfig, PEBertForMaskedLM, quiet_transformers
 
 PRECISIONS = ("auto", "bf16", "fp32")
@@ -65,10 +89,10 @@ class PretrainConfig:
 
     def __post_init__(self):
         if self.precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+            raise InputError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         for name in ("steps", "batch_size", "log_every", "eval_every", "eval_batches", "checkpoint_every"):
             if getattr(self, name) < 1:
-                raise ValueError(f"PretrainConfig.{name} must be >= 1, got {getattr(self, name)}")
+                raise InputError(f"PretrainConfig.{name} must be >= 1, got {getattr(self, name)}")
 
 
 @dataclass
@@ -85,9 +109,9 @@ class MLMData:
         for name in ("train", "validation"):
             rows = getattr(self, name)
             if rows.ndim != 2 or len(rows) == 0:
-                raise ValueError(f"MLMData.{name} must be a non-empty (rows, seq_len) array, got shape {rows.shape}")
+                raise InputError(f"MLMData.{name} must be a non-empty (rows, seq_len) array, got shape {rows.shape}")
         if int(self.train.max()) >= self.vocab_size:
-            raise ValueError(f"token id {int(self.train.max())} >= vocab_size {self.vocab_size}: tokenizer and model disagree")
+            raise InputError(f"token id {int(self.train.max())} >= vocab_size {self.vocab_size}: tokenizer and model disagree")
 
     @property
     def seq_len(self) -> int:
@@ -104,7 +128,7 @@ def make_blocks(token_ids: np.ndarray, seq_len: int, cls_id: int, sep_id: int) -
     body = seq_len - 2
     n_rows = len(token_ids) // body
     if n_rows == 0:
-        raise ValueError(f"only {len(token_ids)} tokens: not enough for one block of {seq_len}")
+        raise InputError(f"only {len(token_ids)} tokens: not enough for one block of {seq_len}; give a longer corpus")
     rows = np.asarray(token_ids[: n_rows * body]).reshape(n_rows, body)  # (N, n-2)
     cls = np.full((n_rows, 1), cls_id, dtype=rows.dtype)
     sep = np.full((n_rows, 1), sep_id, dtype=rows.dtype)
@@ -120,7 +144,8 @@ def batch_rows(n_rows: int, batch_size: int, step: int, seed: int) -> np.ndarray
     """Row indices of global batch ``step``: consecutive slices of a per-epoch seeded permutation."""
     per_epoch = n_rows // batch_size
     if per_epoch == 0:
-        raise ValueError(f"{n_rows} training rows are fewer than one batch of {batch_size}")
+        raise InputError(f"{n_rows} training rows are fewer than one batch of {batch_size}; "
+                         "give a longer corpus or a smaller batch size")
     epoch, i = divmod(step, per_epoch)
     order = np.random.default_rng([seed, epoch]).permutation(n_rows)
     return order[i * batch_size : (i + 1) * batch_size]
@@ -177,44 +202,73 @@ def latest_checkpoint(out_dir: Path) -> Path | None:
     return path if (path / "manifest.json").exists() else None
 
 
-def verify_manifest(folder: Path) -> None:
-    """Raise a clear error if any file of a checkpoint is missing or its sha256 differs."""
-    manifest = read_json(folder / "manifest.json")
-    for name, digest in manifest.items():
-        path = folder / name
-        if not path.exists() or sha256_file(path) != digest:
-            raise ValueError(f"corrupt checkpoint file {path}: missing or checksum mismatch")
-
-
 def save_checkpoint(out_dir: Path, model, optimizer, scheduler, state: dict) -> None:
     """Write ``checkpoints/step-N`` atomically, point ``latest`` at it, drop older checkpoints."""
     name = f"step-{state['step']:08d}"
     root = out_dir / "checkpoints"
-    with explain_disk_full(f"checkpoint {root / name}"), atomic_dir(root / name) as work:
+    with manifested_dir(root / name, "checkpoint") as work:
         save_model(model, str(work / "model.safetensors"))
-        torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}, work / "trainer_state.pt")
+        buffer = io.BytesIO()  # torch.save straight to a full disk fails with an opaque "unexpected pos"
+        torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}, buffer)
+        (work / "trainer_state.pt").write_bytes(buffer.getvalue())
         write_json(work / "state.json", state)
-        write_json(work / "manifest.json", {f: sha256_file(work / f) for f in ("model.safetensors", "trainer_state.pt", "state.json")})
-    atomic_write_text(root / "latest", name + "\n")
+    with explain_disk_full(f"checkpoint pointer {root / 'latest'}"):
+        atomic_write_text(root / "latest", name + "\n")
     for old in root.glob("step-*"):
         if old.name != name:
             shutil.rmtree(old, ignore_errors=True)
 
 
 def load_checkpoint(folder: Path, model, optimizer, scheduler) -> dict:
-    """Restore a verified checkpoint (weights with safetensors, states with ``weights_only=True``)."""
-    load_model(model, str(folder / "model.safetensors"))
+    """Restore a verified checkpoint (weights with safetensors, states with ``weights_only=True``).
+    The trainer state is read first: when it is refused (``pickle.UnpicklingError``) nothing has
+    been loaded into ``model``."""
     trainer = torch.load(folder / "trainer_state.pt", weights_only=True)
+    load_model(model, str(folder / "model.safetensors"))
     optimizer.load_state_dict(trainer["optimizer"])
     scheduler.load_state_dict(trainer["scheduler"])
     return read_json(folder / "state.json")
 
 
-def truncate_curve(path: Path, step: int) -> None:
-    """Keep only curve records up to ``step`` (records written after the checkpoint are replayed)."""
+def set_aside(checkpoint: Path, out_dir: Path) -> Path:
+    """Move a refused checkpoint to ``out_dir/refused/`` (never read again, kept for inspection)."""
+    target = out_dir / "refused" / checkpoint.name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists():
+        shutil.rmtree(target)
+    os.replace(checkpoint, target)
+    return target
+
+
+def curve_until(path: Path, step: int) -> list[dict]:
+    """The curve records of ``path`` up to ``step``, for a checkpoint written before checkpoints
+    carried their curve (a line torn by a kill or a full disk is dropped)."""
+    records = []
     if path.exists():
-        kept = [line for line in path.read_text().splitlines() if line and json.loads(line)["step"] <= step]
-        atomic_write_text(path, "".join(line + "\n" for line in kept))
+        for line in path.read_text().splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if record["step"] <= step:
+                records.append(record)
+    return records
+
+
+def finished_result(out_dir: Path) -> dict | None:
+    """The result of a finished run folder, or None when it is not finished. A folder that claims
+    to be finished (it has a result or a manifest) but fails its manifests is reported by name and
+    gives None, so the run is finished again from its last checkpoint."""
+    if not (out_dir / "result.json").exists() and not (out_dir / MANIFEST).exists():
+        return None
+    try:
+        verify_manifest(out_dir)
+        verify_manifest(out_dir / "model")
+        return read_json(out_dir / "result.json")
+    except CorruptFileError as error:
+        warnings.warn(f"ignoring the final model and result of {out_dir}: {error}; finishing the run again from "
+                      "its last checkpoint", stacklevel=3)
+        return None
 
 
 # ----------------------------------------------------------------------------- the loop
@@ -242,13 +296,14 @@ def ranks_agree(accelerator, model) -> bool:
 
 @torch.no_grad()
 def evaluate(model, data: MLMData, cfg: PretrainConfig, device, bf16: bool) -> float:
-    """Validation MLM loss on fixed rows with fixed masks (comparable across runs and variants)."""
+    """Validation MLM loss on fixed rows with fixed masks, drawn from seed 0 whatever the run's
+    seed: comparable across runs, pretraining seeds and variants."""
     was_training = model.training
     model.eval()
     total, count = 0.0, 0
     for i in range(min(cfg.eval_batches, math.ceil(len(data.validation) / cfg.batch_size))):
         ids = torch.as_tensor(data.validation[i * cfg.batch_size : (i + 1) * cfg.batch_size], dtype=torch.long)
-        inputs, labels = mask_tokens(ids, data, cfg.mask_prob, torch.Generator().manual_seed(step_seed(cfg.seed, i, 0, 2)))
+        inputs, labels = mask_tokens(ids, data, cfg.mask_prob, torch.Generator().manual_seed(step_seed(0, i, 0, 2)))
         with autocast(device, bf16):
             loss = model(input_ids=inputs.to(device), labels=labels.to(device)).loss
         n = int((labels != -100).sum())
@@ -271,8 +326,8 @@ def pretrain(
     from accelerate import Accelerator
 
     out_dir = Path(out_dir)
-    if (out_dir / "result.json").exists():
-        result = read_json(out_dir / "result.json")
+    result = finished_result(out_dir)
+    if result is not None:
         check_same_run(result, model_config, cfg, out_dir / "result.json")
         return result
     accelerator = Accelerator(cpu=not torch.cuda.is_available())  # cpu=True: DDP over gloo on CPUs
@@ -292,25 +347,35 @@ def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_
     bf16 = use_bf16(cfg.precision, device)
 
     torch.manual_seed(cfg.seed)
-    model = PEBertForMaskedLM(model_config).to(device).train()
+    # a copy: save_pretrained records `architectures` in the model's config, which must not change the caller's
+    model = PEBertForMaskedLM(copy.deepcopy(model_config)).to(device).train()
     optimizer = torch.optim.AdamW(param_groups(model, cfg.weight_decay), lr=cfg.lr, betas=(0.9, 0.999), eps=1e-6)
     scheduler = get_linear_schedule_with_warmup(optimizer, cfg.warmup_steps, cfg.steps)
-    start, elapsed_before = 0, 0.0
+    start, elapsed_before, records = 0, 0.0, []  # records: the curve so far
     checkpoint = latest_checkpoint(out_dir)
     if checkpoint is not None:
         try:
             verify_manifest(checkpoint)
-        except ValueError as error:  # a corrupt checkpoint is reported, never used: start again
-            warnings.warn(f"{error}; discarding {checkpoint} and training from step 0", stacklevel=2)
+        except CorruptFileError as error:  # a corrupt checkpoint is reported, never used: start again
+            warnings.warn(f"corrupt checkpoint file {error}; discarding {checkpoint} and training from step 0", stacklevel=2)
             checkpoint = None
     if checkpoint is not None:
         check_same_run(read_json(checkpoint / "state.json"), model_config, cfg, checkpoint)
-        state = load_checkpoint(checkpoint, model, optimizer, scheduler)
-        start, elapsed_before = state["step"], state["elapsed_s"]
+        try:
+            state = load_checkpoint(checkpoint, model, optimizer, scheduler)
+            start, elapsed_before = state["step"], state["elapsed_s"]
+            records = state["curve"] if "curve" in state else curve_until(out_dir / "curve.jsonl", start)
+        except pickle.UnpicklingError as error:  # refused unexecuted; set aside so that it cannot fail every rerun
+            aside = set_aside(checkpoint, out_dir) if accelerator.is_main_process else checkpoint
+            warnings.warn(f"refused checkpoint {checkpoint}: its trainer state is not plain tensors "
+                          f"({str(error).split('. ')[0]}); set aside as {aside}, training from step 0", stacklevel=2)
     if accelerator.is_main_process:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        remove_stale_parts(out_dir)  # left by a killed run; never trusted, now removed
-        truncate_curve(out_dir / "curve.jsonl", start)
+        with explain_disk_full(f"run folder {out_dir}"):
+            out_dir.mkdir(parents=True, exist_ok=True)
+            remove_stale_parts(out_dir)  # left by a killed run; never trusted, now removed
+            (out_dir / MANIFEST).unlink(missing_ok=True)  # the final files are rewritten below
+            # the curve up to the checkpoint comes from the checkpoint (verified); later records are replayed
+            atomic_write_text(out_dir / "curve.jsonl", "".join(json.dumps(r) + "\n" for r in records))
     ddp_model = accelerator.prepare_model(model)
 
     tokens_per_step = cfg.batch_size * data.seq_len
@@ -321,9 +386,11 @@ def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_
     t0 = time.perf_counter()
 
     def log(record: dict) -> None:
+        records.append(record)
         if curve is not None:
-            curve.write(json.dumps(record) + "\n")
-            curve.flush()
+            with explain_disk_full(f"training curve {out_dir / 'curve.jsonl'}"):
+                curve.write(json.dumps(record) + "\n")
+                curve.flush()
 
     for step in range(start, cfg.steps):
         rows = batch_rows(len(data.train), cfg.batch_size, step, cfg.seed)[rank * local_rows : (rank + 1) * local_rows]
@@ -352,7 +419,8 @@ def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_
             accelerator.wait_for_everyone()
             if accelerator.is_main_process:
                 save_checkpoint(out_dir, model, optimizer, scheduler,
-                                {"step": done, "elapsed_s": elapsed_before + elapsed, **run_identity(model_config, cfg)})
+                                {"step": done, "elapsed_s": elapsed_before + elapsed, **run_identity(model_config, cfg),
+                                 "curve": records})
         if on_step is not None:
             on_step(done)
     bar.close()
@@ -370,8 +438,10 @@ def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_
     }
     if accelerator.is_main_process:
         curve.close()
-        with explain_disk_full(f"model {out_dir / 'model'}"), atomic_dir(out_dir / "model") as work, quiet_transformers():
+        with manifested_dir(out_dir / "model", "final model") as work, quiet_transformers():
             model.save_pretrained(work)
-        write_json(out_dir / "result.json", result)
+        with explain_disk_full(f"result {out_dir / 'result.json'}"):
+            write_json(out_dir / "result.json", result)
+            write_manifest(out_dir, ("result.json", "curve.jsonl", f"model/{MANIFEST}"))
     accelerator.wait_for_everyone()
     return result

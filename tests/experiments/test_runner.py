@@ -12,7 +12,6 @@ from pe_lib.data.tasks import TASKS, Task
 from pe_lib.experiments import runner as runner_module
 from pe_lib.experiments.profiles import SMOKE, get_profile
 from pe_lib.experiments.runner import Runner
-from pe_lib.experiments.store import Store
 from pe_lib.training.pretrain import MLMData, PretrainConfig
 
 WORDS = "good bad film plot the was a cat dog sat".split()
@@ -62,9 +61,9 @@ def count_calls(monkeypatch, name):
 def test_run_computes_everything_once(runner, monkeypatch):
     runner.run()
     store = runner.store.root
-    assert sorted(p.name for p in store.iterdir() if not p.name.startswith(".")) == ["ape-learned", "rpe-sin-learned"]
+    assert sorted(p.name for p in store.iterdir() if not p.name.startswith(".")) == ["ape-learned", "baselines", "rpe-sin-learned"]
     stages = sorted(p.name.rsplit("-", 1)[0] for p in (store / "ape-learned").iterdir())
-    assert stages == ["analysis", "extrapolation", "finetune-sst2-seed0", "finetune-sst2-seed1", "pretrain"]
+    assert stages == ["analysis-p0", "extrapolation-p0", "finetune-sst2-p0-seed0", "finetune-sst2-p0-seed1", "pretrain-p0"]
     pretrains, finetunes = count_calls(monkeypatch, "pretrain"), count_calls(monkeypatch, "finetune")
     runner.run()
     assert pretrains == [] and finetunes == [], "a complete store computes nothing"
@@ -86,7 +85,7 @@ def test_extrapolation_is_an_artifact_reused_and_keyed_apart_from_the_other_stag
     records = first.payload["records"]
     assert [(r["length"], r["multiplier"], r["status"]) for r in records] == [(16, 1, "ok"), (32, 2, "ok"), (64, 4, "ok")]
     assert all(math.isfinite(r["loss"]) for r in records) and first.payload["stream_tokens"] == 112
-    assert first.provenance["config"]["pretrain"] == Store.key(runner.pretrain_config("ape-learned"))
+    assert first.provenance["config"]["pretrain"] == runner.pretrain_key("ape-learned")
     calls = count_calls(monkeypatch, "length_extrapolation")
     assert runner.ensure_extrapolation("ape-learned").payload == first.payload and calls == [], "reused, not recomputed"
 
@@ -117,9 +116,8 @@ def test_changed_config_means_a_new_key(runner, profile):
     runner.ensure_pretrained("ape-learned")
     other = Runner(dataclasses.replace(profile, pretrain=dataclasses.replace(profile.pretrain, lr=1e-3)),
                    runner.store.root.parent, runner.work, progress=False, tokenizer=runner.tokenizer, data=runner.mlm_data())
-    assert other.store.folder("ape-learned", "pretrain", other.pretrain_config("ape-learned")) != \
-        runner.store.folder("ape-learned", "pretrain", runner.pretrain_config("ape-learned"))
-    assert other.store.load("ape-learned", "pretrain", other.pretrain_config("ape-learned")) is None
+    assert other.pretrain_key("ape-learned") != runner.pretrain_key("ape-learned")
+    assert other.store.load("ape-learned", "pretrain-p0", other.pretrain_config("ape-learned")) is None
 
 
 def test_corrupt_artifact_is_reported_and_recomputed(runner):
@@ -154,3 +152,82 @@ def _vocab(folder):
     path = folder / "vocab.txt"
     path.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
     return path
+
+
+def test_pretraining_seeds_are_separate_models_each_fine_tuned_with_every_seed(runner, profile, monkeypatch):
+    seeded = Runner(dataclasses.replace(profile, tasks=("sst2",), seeds=(0,), pretrain_seeds_by_variant={"ape-learned": 2}),
+                    runner.store.root.parent, runner.work, progress=False, tokenizer=runner.tokenizer, data=runner.mlm_data())
+    assert seeded.profile.pretrain_seeds_for("ape-learned") == (0, 1)
+    assert seeded.profile.pretrain_seeds_for("rpe-sin-learned") == (0,)
+    seeded.run(["ape-learned"])
+    stages = sorted(p.name.rsplit("-", 1)[0] for p in (seeded.store.root / "ape-learned").iterdir())
+    assert stages == ["analysis-p0", "analysis-p1", "extrapolation-p0", "extrapolation-p1", "finetune-sst2-p0-seed0",
+                      "finetune-sst2-p1-seed0", "pretrain-p0", "pretrain-p1"]
+    curves = [seeded.ensure_pretrained("ape-learned", p).payload["curve"] for p in (0, 1)]
+    train = [[r["loss"] for r in c if r["split"] == "train"] for c in curves]
+    assert train[0] != train[1], "another pretraining seed is another model"
+    assert seeded.run_dir("ape-learned", 0) != seeded.run_dir("ape-learned", 1)
+
+
+def test_plan_lists_stored_and_missing_and_orphans(runner, profile):
+    plan = runner.plan()
+    assert len(plan) == 2 + 2 * (3 + 2) and not any(a.stored for a in plan), "unigram, one task's baselines, 2 variants"
+    runner.run(["ape-learned"])
+    plan = runner.plan()
+    assert {a.variant for a in plan if a.stored} == {"ape-learned", Runner.BASELINES} and sum(a.stored for a in plan) == 7
+    assert runner.orphans(plan) == []
+    other = Runner(dataclasses.replace(profile, pretrain=dataclasses.replace(profile.pretrain, lr=3e-3)),
+                   runner.store.root.parent, runner.work, progress=False, tokenizer=runner.tokenizer, data=runner.mlm_data())
+    assert len(other.orphans(other.plan())) == 5, "artifacts of another configuration are named as orphans"
+
+
+def test_stage_code_version_is_in_every_key(runner, monkeypatch):
+    before = {stage: runner.store.folder("v", stage, config) for stage, config in (
+        ("pretrain", runner.pretrain_config("ape-learned")), ("analysis", runner.analysis_config("ape-learned")),
+        ("extrapolation", runner.extrapolation_config("ape-learned")),
+        ("finetune", runner.finetune_config("ape-learned", "sst2", 0)))}
+    for stage in ("analysis", "extrapolation", "finetune"):
+        monkeypatch.setitem(runner_module.CODE_VERSIONS, stage, runner_module.CODE_VERSIONS[stage] + 1)
+    assert runner.store.folder("v", "pretrain", runner.pretrain_config("ape-learned")) == before["pretrain"]
+    assert runner.store.folder("v", "analysis", runner.analysis_config("ape-learned")) != before["analysis"]
+    assert runner.store.folder("v", "finetune", runner.finetune_config("ape-learned", "sst2", 0)) != before["finetune"]
+    monkeypatch.setitem(runner_module.CODE_VERSIONS, "pretrain", runner_module.CODE_VERSIONS["pretrain"] + 1)
+    assert runner.store.folder("v", "pretrain", runner.pretrain_config("ape-learned")) != before["pretrain"]
+
+
+def test_task_key_follows_the_examples_not_the_card(runner, monkeypatch):
+    key = runner.task_fingerprint("sst2")
+    task = runner.task("sst2")
+    flipped = task.splits["test"].map(lambda row: {"label": 1 - row["label"]})
+    runner._tasks["sst2"] = Task(task.meta, DatasetDict({**task.splits, "test": flipped}), task.origin, task.card)
+    runner._task_keys.clear()
+    assert runner.task_fingerprint("sst2") != key
+
+
+def test_verify_recomputes_a_variant_identically_and_prints_each_difference(runner, profile, tmp_path):
+    from pe_lib.commands.verify import verify_variant
+
+    runner.run(["ape-learned"])
+
+    def fresh(name):
+        return Runner(profile, tmp_path / name / "results", tmp_path / name / "work", progress=False,
+                      tokenizer=runner.tokenizer, data=runner.mlm_data())
+
+    lines = []
+    assert verify_variant(runner, fresh("a"), "ape-learned", out=lines.append) == 0
+    assert lines[-1] == "7 artifacts compared, 0 differences"  # the variant's 5 and the baselines' 2 and all("identical" in line for line in lines[:-1])
+    artifact = runner.ensure_finetuned("ape-learned", "sst2", 1)
+    changed = {**artifact.payload, "test": {k: v + 0.5 for k, v in artifact.payload["test"].items()}}
+    runner.store.save("ape-learned", "finetune-sst2-p0-seed1", runner.finetune_config("ape-learned", "sst2", 1), changed, 0.0)
+    lines.clear()
+    assert verify_variant(runner, fresh("b"), "ape-learned", out=lines.append) == len(changed["test"])
+    assert any(line.strip().startswith("payload.test.accuracy: committed") for line in lines), lines
+
+
+def test_keys_ignore_library_versions(runner, monkeypatch):
+    import transformers.configuration_utils
+
+    key = runner.pretrain_key("ape-learned")
+    monkeypatch.setattr(transformers.configuration_utils, "__version__", "99.0.0")
+    assert runner.model_config("ape-learned").to_diff_dict()["transformers_version"] == "99.0.0"
+    assert runner.pretrain_key("ape-learned") == key

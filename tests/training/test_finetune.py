@@ -103,6 +103,7 @@ def test_span_task_runs_end_to_end(name, model_dir, tokenizer):
     result = finetune(model_dir, tokenizer, task, cfg, progress=False)
     assert set(result["test"]) == {"exact_match", "f1"}
     assert result["test"]["f1"] >= 50  # a single repeated question is learnable
+    assert ("null_threshold" in result) == (name == "squad_v2")  # chosen on validation for v2 only
 
 
 def test_empty_split_is_refused(model_dir, tokenizer):
@@ -118,3 +119,30 @@ def test_long_questions_are_cut_at_a_token_boundary(tokenizer):
     assert cut_questions(tokenizer, ["  the cat sat on the mat ?", "dog ?"], 3) == ["the cat sat", "dog ?"]
     with pytest.raises(ValueError, match="doc_stride 20 must be below the 9 context tokens"):
         FinetuneConfig(max_seq_len=24, doc_stride=20, max_question_len=12).check_span_lengths()
+
+
+def test_finetune_runs_on_the_device_pretraining_uses(model_dir, tokenizer, monkeypatch):
+    import torch
+    from accelerate import Accelerator
+
+    import pe_lib.training.finetune as ft
+
+    chosen = ft.training_device()
+    assert chosen == Accelerator(cpu=not torch.cuda.is_available()).device  # pretrain's device
+    assert chosen.type == ("cuda" if torch.cuda.is_available() else "cpu")
+    seen, autocast_devices = {}, []
+    real_train, real_autocast = ft.train, ft.autocast
+
+    def spy_train(model, *args, **kwargs):
+        seen["model"] = model
+        return real_train(model, *args, **kwargs)
+
+    monkeypatch.setattr(ft, "train", spy_train)
+    monkeypatch.setattr(ft, "autocast", lambda device, bf16: autocast_devices.append(device) or real_autocast(device, bf16))
+    cfg = FinetuneConfig(epochs=1, batch_size=16, max_seq_len=32, doc_stride=8, precision="fp32")
+    ft.finetune(model_dir, tokenizer, sentiment_task(), cfg, progress=False)
+    model = seen["model"]
+    assert {p.device for p in model.parameters()} == {chosen}
+    assert autocast_devices and set(autocast_devices) == {chosen}  # every training and evaluation batch
+    assert model.config.id2label == {0: "negative", 1: "positive"}
+    assert model.config.label2id == {"negative": 0, "positive": 1}
