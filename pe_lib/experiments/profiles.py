@@ -4,6 +4,8 @@ branch on a profile's name.
 
 * ``smoke``: everything tiny; the whole pipeline (all variants, all offline tasks) in minutes on 2 cores.
 * ``cpu``: the published reproduction on a 2-core CPU (about 2 h 15 min in all).
+* ``scale``: the scale study (issue 14): four variants pretrained to 16x the first cpu budget,
+  with models kept and evaluated at 1x, 2x, 4x, 8x and 16x; it chooses the cpu profile's budget.
 * ``gpu``: BERT-base-sized, for users with accelerators (not run here).
 """
 from __future__ import annotations
@@ -103,6 +105,38 @@ CPU = Profile(
     probe={"length": 128, "n_words": 100},
 )
 
+#: The recipe of the scale study, the same for every variant, from the recipe screen of
+#: 2026-11-30 (notes in the scale chapter): under BERT's recipe (post-LN, lr 1e-3, dropout 0.1, 15%
+#: masking, sequence 128) no variant used position at 1M tokens (rope = none), and a randomly
+#: initialised learned APE acted as input noise. Pre-LN (a departure from BERT) makes lr 3e-3
+#: trainable; sequences of 64 (fewer positions than dimensions, twice the steps per token); no
+#: dropout (less than one epoch); 30% masking (twice the targets); learned position tables start at
+#: zero. The schedule is anytime (inverse square root after 500 warm-up steps), so the snapshot at
+#: t steps is the model of a run of t steps.
+SCALE_MODEL = dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=2, intermediate_size=512,
+                   max_position_embeddings=256, rpe_max_distance=64, hidden_dropout_prob=0.0,
+                   attention_probs_dropout_prob=0.0, layer_norm="pre", position_init_std=0.0)
+#: 1x of the scale study: the first cpu profile's 4.1M tokens (2,000 steps of 32 x 64 tokens).
+SCALE_UNIT_STEPS = 2000
+
+SCALE = Profile(
+    name="scale",
+    description="the scale study: none, ape-learned, rpe-learned and ape-sin-learned at 1x-16x of 4.1M tokens",
+    model=SCALE_MODEL,
+    pretrain=PretrainConfig(steps=16 * SCALE_UNIT_STEPS, batch_size=32, lr=3e-3, warmup_steps=500, mask_prob=0.30,
+                            schedule="inverse-sqrt", snapshot_steps=tuple(m * SCALE_UNIT_STEPS for m in (1, 2, 4, 8)),
+                            log_every=50, eval_every=500, eval_batches=8, checkpoint_every=500),
+    finetune=CPU.finetune,
+    seq_len=64,
+    corpus_tokens=None,
+    variants=("none", "ape-learned", "rpe-learned", "ape-sin-learned"),
+    seeds=(0, 1),
+    pretrain_seeds_by_variant={"none": 2, "ape-learned": 2, "rpe-learned": 2},
+    task_max_train=1500,
+    task_max_eval=400,
+    probe={"length": 64, "n_words": 100},
+)
+
 GPU = Profile(
     name="gpu",
     description="BERT-base-sized, for accelerators (hub data when online; not run on the CPU machines)",
@@ -122,7 +156,7 @@ GPU = Profile(
     extrapolation_tokens=1_048_576,
 )
 
-PROFILES: dict[str, Profile] = {p.name: p for p in (SMOKE, CPU, GPU)}
+PROFILES: dict[str, Profile] = {p.name: p for p in (SMOKE, CPU, SCALE, GPU)}
 
 
 def get_profile(name: str) -> Profile:

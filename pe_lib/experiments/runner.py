@@ -31,7 +31,7 @@ from pe_lib.positions import OffsetTableRPE, parse_variant
 from pe_lib.probing import identical_word_attention
 from pe_lib.properties import chen_locality, chen_symmetry, indicators
 from pe_lib.training.finetune import finetune
-from pe_lib.training.pretrain import MLMData, make_blocks, pretrain, use_bf16
+from pe_lib.training.pretrain import MLMData, PretrainConfig, make_blocks, pretrain, snapshot_dir, use_bf16
 
 #: The version of the code behind each stage, part of every artifact key of that stage. Bump a
 #: stage's number in the commit that changes its numbers (not for a refactor that changes none),
@@ -44,10 +44,11 @@ from pe_lib.training.pretrain import MLMData, make_blocks, pretrain, use_bf16
 CODE_VERSIONS = {"pretrain": 1, "analysis": 1, "extrapolation": 1, "finetune": 1, "baselines": 1}
 
 
-def stage_name(stage: str, pretrain_seed: int, *parts: str) -> str:
+def stage_name(stage: str, pretrain_seed: int, *parts: str, snapshot: int | None = None) -> str:
     """A store folder's stage: ``pretrain-p0``, ``analysis-p1``, ``finetune-sst2-p0-seed2``, ...
-    (``p``: the pretraining seed)."""
-    return "-".join((stage, *parts[:1], f"p{pretrain_seed}", *parts[1:]))
+    (``p``: the pretraining seed); a snapshot's adds its step: ``analysis-p0-step2000``."""
+    at = (f"step{snapshot}",) if snapshot is not None else ()
+    return "-".join((stage, *parts[:1], f"p{pretrain_seed}", *at, *parts[1:]))
 
 
 def locked(method):
@@ -149,65 +150,87 @@ class Runner:
         return PEBertConfig(vocab_size=len(self.tokenizer), position_embedding=variant,
                             pad_token_id=self.tokenizer.pad_token_id, **self.profile.model)
 
-    def pretrain_config(self, variant: str, pretrain_seed: int = 0) -> dict:
+    def run_pretrain_config(self, pretrain_seed: int = 0) -> PretrainConfig:
+        """The pretraining run of a seed: the profile's, snapshots included."""
+        return replace(self.profile.pretrain, seed=pretrain_seed)
+
+    def snapshot(self, steps: int | None) -> int | None:
+        """``steps`` as a snapshot step: None for the run's last step (the final model)."""
+        return None if steps in (None, self.profile.pretrain.steps) else self.profile.pretrain.at(steps).steps
+
+    def pretrain_config(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> dict:
+        """The key of the model pretrained for ``steps`` (default: the profile's steps). A snapshot's
+        is the configuration of a run of that length: the same model, whichever run kept it."""
         variant = parse_variant(variant).name
         # the library's version is provenance, not key: an upgrade that changes no number keeps the artifacts
         model = {k: v for k, v in self.model_config(variant).to_diff_dict().items() if k != "transformers_version"}
+        pretrain = self.run_pretrain_config(pretrain_seed).at(steps or self.profile.pretrain.steps)
         return {"stage": "pretrain", "code_version": CODE_VERSIONS["pretrain"], "variant": variant, "model": model,
-                "pretrain": asdict(replace(self.profile.pretrain, seed=pretrain_seed)), "data": self.data_fingerprint()}
+                "pretrain": asdict(pretrain), "data": self.data_fingerprint()}
 
-    def pretrain_key(self, variant: str, pretrain_seed: int = 0) -> str:
-        return Store.key(self.pretrain_config(variant, pretrain_seed))
+    def pretrain_key(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> str:
+        return Store.key(self.pretrain_config(variant, pretrain_seed, steps))
 
     def run_dir(self, variant: str, pretrain_seed: int = 0) -> Path:
-        return self.work / self.profile.name / f"{variant}-{self.pretrain_key(variant, pretrain_seed)}"
+        """The run folder (checkpoints, snapshots, final model) of a variant's pretraining seed."""
+        config = {**self.pretrain_config(variant, pretrain_seed), "pretrain": asdict(self.run_pretrain_config(pretrain_seed))}
+        return self.work / self.profile.name / f"{variant}-{Store.key(config)}"
+
+    def model_dir(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> Path:
+        """The saved model pretrained for ``steps``: the run's final model or one of its snapshots."""
+        snapshot = self.snapshot(steps)
+        run_dir = self.run_dir(variant, pretrain_seed)
+        return run_dir / "model" if snapshot is None else snapshot_dir(run_dir, snapshot) / "model"
+
+    def _pretrain(self, variant: str, pretrain_seed: int, steps: int | None) -> dict:
+        """Train (or find) the run up to ``steps``; its result."""
+        return pretrain(self.model_config(variant), self.mlm_data(), self.run_pretrain_config(pretrain_seed),
+                        self.run_dir(variant, pretrain_seed), progress=self.progress, until=steps)
 
     # ------------------------------------------------------------------ stages
 
     @locked
-    def ensure_pretrained(self, variant: str, pretrain_seed: int = 0) -> Artifact:
-        config = self.pretrain_config(variant, pretrain_seed)
-        stage = stage_name("pretrain", pretrain_seed)
+    def ensure_pretrained(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> Artifact:
+        """The result and curve of the model pretrained for ``steps`` (default: the profile's steps;
+        a snapshot step gives the curve up to it)."""
+        config = self.pretrain_config(variant, pretrain_seed, steps)
+        stage = stage_name("pretrain", pretrain_seed, snapshot=self.snapshot(steps))
         found = self.store.load(variant, stage, config)
         if found is not None:
             return found
-        data = self.mlm_data()
         t0 = time.perf_counter()
-        run_dir = self.run_dir(variant, pretrain_seed)
-        result = pretrain(self.model_config(variant), data, replace(self.profile.pretrain, seed=pretrain_seed), run_dir,
-                          progress=self.progress)
+        result = self._pretrain(variant, pretrain_seed, steps)
         wall = time.perf_counter() - t0
         self.timings["pretrain"] += wall
-        curve = [json.loads(line) for line in (run_dir / "curve.jsonl").read_text().splitlines() if line]
+        lines = (self.run_dir(variant, pretrain_seed) / "curve.jsonl").read_text().splitlines()
+        curve = [record for record in map(json.loads, filter(None, lines)) if record["step"] <= result["steps"]]
         return self.store.save(variant, stage, config, {"result": result, "curve": curve}, wall)
 
-    def trained_model(self, variant: str, pretrain_seed: int = 0) -> PEBertForMaskedLM:
+    def trained_model(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> PEBertForMaskedLM:
         """The pretrained model (re-running pretraining if only its artifact, not its weights, is here)."""
-        run_dir = self.run_dir(variant, pretrain_seed)
-        # checks a finished run folder's manifests (fast), or finishes it; the weights are never read unchecked
-        pretrain(self.model_config(variant), self.mlm_data(), replace(self.profile.pretrain, seed=pretrain_seed),
-                 run_dir, progress=self.progress)
+        # checks a finished run folder's (or snapshot's) manifests (fast), or trains up to it; never read unchecked
+        self._pretrain(variant, pretrain_seed, steps)
         with quiet_transformers():
-            return PEBertForMaskedLM.from_pretrained(run_dir / "model").eval()
+            return PEBertForMaskedLM.from_pretrained(self.model_dir(variant, pretrain_seed, steps)).eval()
 
-    def analysis_config(self, variant: str, pretrain_seed: int = 0) -> dict:
+    def analysis_config(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> dict:
         return {"stage": "analysis", "code_version": CODE_VERSIONS["analysis"],
-                "pretrain": self.pretrain_key(variant, pretrain_seed), "probe": self.profile.probe}
+                "pretrain": self.pretrain_key(variant, pretrain_seed, steps), "probe": self.profile.probe}
 
     @locked
-    def ensure_analysis(self, variant: str, pretrain_seed: int = 0) -> Artifact:
+    def ensure_analysis(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> Artifact:
         """PE proximity matrices, identical-word attention and indicators, at init and after pretraining."""
-        config = self.analysis_config(variant, pretrain_seed)
-        stage = stage_name("analysis", pretrain_seed)
+        config = self.analysis_config(variant, pretrain_seed, steps)
+        stage = stage_name("analysis", pretrain_seed, snapshot=self.snapshot(steps))
         found = self.store.load(variant, stage, config)
         if found is not None:
             return found
-        self.ensure_pretrained(variant, pretrain_seed)
+        self.ensure_pretrained(variant, pretrain_seed, steps)
         t0 = time.perf_counter()
         torch.manual_seed(pretrain_seed)  # the same initialisation as pretraining
         initial = PEBertForMaskedLM(self.model_config(variant)).eval()
         payload, arrays = {}, {}
-        for state, model in (("init", initial), ("trained", self.trained_model(variant, pretrain_seed))):
+        for state, model in (("init", initial), ("trained", self.trained_model(variant, pretrain_seed, steps))):
             payload[state], state_arrays = analyse(model, self.profile.seq_len, self.profile.probe)
             arrays.update({f"{state}.{name}": a for name, a in state_arrays.items()})
         wall = time.perf_counter() - t0
@@ -256,23 +279,24 @@ class Runner:
             self._task_keys[name] = digest.hexdigest()[:16]
         return self._task_keys[name]
 
-    def finetune_config(self, variant: str, task: str, seed: int, pretrain_seed: int = 0) -> dict:
+    def finetune_config(self, variant: str, task: str, seed: int, pretrain_seed: int = 0, steps: int | None = None) -> dict:
         return {"stage": "finetune", "code_version": CODE_VERSIONS["finetune"],
-                "pretrain": self.pretrain_key(variant, pretrain_seed), "task": task, "seed": seed,
+                "pretrain": self.pretrain_key(variant, pretrain_seed, steps), "task": task, "seed": seed,
                 "finetune": asdict(replace(self.profile.finetune, seed=seed)), "data": self.task_fingerprint(task)}
 
     @locked
-    def ensure_finetuned(self, variant: str, task_name: str, seed: int, pretrain_seed: int = 0) -> Artifact:
-        config = self.finetune_config(variant, task_name, seed, pretrain_seed)
-        stage = stage_name("finetune", pretrain_seed, task_name, f"seed{seed}")
+    def ensure_finetuned(self, variant: str, task_name: str, seed: int, pretrain_seed: int = 0,
+                         steps: int | None = None) -> Artifact:
+        config = self.finetune_config(variant, task_name, seed, pretrain_seed, steps)
+        stage = stage_name("finetune", pretrain_seed, task_name, f"seed{seed}", snapshot=self.snapshot(steps))
         found = self.store.load(variant, stage, config)
         if found is not None:
             return found
-        self.ensure_pretrained(variant, pretrain_seed)
+        self.ensure_pretrained(variant, pretrain_seed, steps)
         task = self.task(task_name)
         t0 = time.perf_counter()
-        self.trained_model(variant, pretrain_seed)  # makes sure the weights are on disk
-        result = finetune(self.run_dir(variant, pretrain_seed) / "model", self.tokenizer, task,
+        self._pretrain(variant, pretrain_seed, steps)  # makes sure the weights are on disk
+        result = finetune(self.model_dir(variant, pretrain_seed, steps), self.tokenizer, task,
                           replace(self.profile.finetune, seed=seed), progress=self.progress)
         wall = time.perf_counter() - t0
         self.timings["finetune"] += wall
@@ -331,14 +355,15 @@ class Runner:
         self.ensure_unigram()
         for task in tasks:
             self.ensure_baselines(task)
-        for variant in tqdm(variants, desc=f"profile {self.profile.name}", unit="variant", disable=not self.progress):
-            for p in self.profile.pretrain_seeds_for(variant):
-                self.ensure_pretrained(variant, p)
-                self.ensure_analysis(variant, p)
+        models = self.models(variants)
+        for variant, p, steps in tqdm(models, desc=f"profile {self.profile.name}", unit="model", disable=not self.progress):
+            self.ensure_pretrained(variant, p, steps)
+            self.ensure_analysis(variant, p, steps)
+            if self.snapshot(steps) is None:
                 self.ensure_extrapolation(variant, p)
-                for task in tasks:
-                    for seed in self.profile.seeds:
-                        self.ensure_finetuned(variant, task, seed, p)
+            for task in tasks:
+                for seed in self.profile.seeds:
+                    self.ensure_finetuned(variant, task, seed, p, steps)
         self.timings["total"] = time.perf_counter() - t0
         return dict(self.timings)
 
@@ -351,15 +376,25 @@ class Runner:
         baselines = [("unigram", self.unigram_config())]
         baselines += [(f"baselines-{task}", self.baselines_config(task)) for task in tasks]
         planned = [self._planned(self.BASELINES, stage, config) for stage, config in baselines]
-        for variant in variants:
-            for p in self.profile.pretrain_seeds_for(variant):
-                stages = [(stage_name("pretrain", p), self.pretrain_config(variant, p)),
-                          (stage_name("analysis", p), self.analysis_config(variant, p)),
-                          (stage_name("extrapolation", p), self.extrapolation_config(variant, p))]
-                stages += [(stage_name("finetune", p, task, f"seed{seed}"), self.finetune_config(variant, task, seed, p))
-                           for task in tasks for seed in self.profile.seeds]
-                planned += [self._planned(variant, stage, config) for stage, config in stages]
+        for variant, p, steps in self.models(variants):
+            at = self.snapshot(steps)
+            stages = [(stage_name("pretrain", p, snapshot=at), self.pretrain_config(variant, p, steps)),
+                      (stage_name("analysis", p, snapshot=at), self.analysis_config(variant, p, steps))]
+            if at is None:
+                stages.append((stage_name("extrapolation", p), self.extrapolation_config(variant, p)))
+            stages += [(stage_name("finetune", p, task, f"seed{seed}", snapshot=at),
+                        self.finetune_config(variant, task, seed, p, steps))
+                       for task in tasks for seed in self.profile.seeds]
+            planned += [self._planned(variant, stage, config) for stage, config in stages]
         return planned
+
+    def models(self, variants: list[str]) -> list[tuple[str, int, int]]:
+        """``(variant, pretraining seed, steps)`` of every model :meth:`run` evaluates, in its order:
+        budget by budget, then seed by seed, then variant by variant, so an interrupted run has
+        the whole picture at the smaller budgets (a run folder resumes where it stopped)."""
+        return [(variant, p, steps) for steps in self.profile.pretrain.budgets
+                for p in range(max(len(self.profile.pretrain_seeds_for(v)) for v in variants))
+                for variant in variants if p in self.profile.pretrain_seeds_for(variant)]
 
     def _planned(self, variant: str, stage: str, config: dict) -> PlannedArtifact:
         return PlannedArtifact(variant, stage, config, self.store.folder(variant, stage, config),

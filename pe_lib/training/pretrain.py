@@ -2,7 +2,15 @@
 
 Objective (Devlin et al. 2019): 15% of the non-special tokens are selected; of those 80% become
 [MASK], 10% a random token, 10% stay; the loss is the cross-entropy at the selected positions.
-AdamW, linear warm-up then linear decay, gradient clipping, optional bf16 autocast.
+AdamW, linear warm-up then a schedule (:data:`SCHEDULES`), gradient clipping, optional bf16 autocast.
+
+Anytime schedules and snapshots. Under the ``linear`` schedule (BERT's: decay to zero at the last
+step) the learning rate of step t depends on the run's length. Under ``constant`` and
+``inverse-sqrt`` it does not, so the model after t steps of a long run *is* the model of a run of t
+steps; ``snapshot_steps`` saves those models on the way (``snapshots/step-N``), and
+``pretrain(..., until=t)`` trains only up to a snapshot and returns it: one run of 16x steps gives
+the models of the budgets 1x, 2x, 4x, 8x and 16x, each finished (and committable) as soon as it is
+reached.
 
 Determinism and resuming. Everything random is a pure function of ``(seed, step, rank)``: the batch
 rows come from a per-epoch permutation seeded by ``(seed, epoch)``, the masking generator and the
@@ -16,6 +24,7 @@ Layout of ``out_dir``::
     checkpoints/step-00000100/   model.safetensors, trainer_state.pt, state.json, manifest.json
                                  (state.json: step, time, run identity, the curve so far)
     checkpoints/latest           name of the newest complete checkpoint
+    snapshots/step-00001000/     model at a snapshot step (save_pretrained), result.json, manifest.json
     refused/step-00000100/       a checkpoint set aside because its trainer state was not plain
                                  tensors (a pickle carrying code); kept for inspection, never read
     curve.jsonl                  {"step", "split": "train"|"validation", "loss", ...} per line
@@ -41,13 +50,14 @@ import time
 import warnings
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import torch
 from safetensors.torch import load_model, save_model
 from tqdm.auto import tqdm
+from torch.optim.lr_scheduler import LambdaLR
 from transformers import get_linear_schedule_with_warmup
 
 from pe_lib.errors import CorruptFileError, InputError
@@ -59,6 +69,7 @@ from pe_lib.io import (
     manifested_dir,
     read_json,
     remove_stale_parts,
+    verified,
     verify_manifest,
     write_json,
     write_manifest,
@@ -66,6 +77,10 @@ from pe_lib.io import (
 from pe_lib.model import PEBertConfig, PEBertForMaskedLM, quiet_transformers
 
 PRECISIONS = ("auto", "bf16", "fp32")
+#: Learning-rate schedules after the linear warm-up: ``linear`` decays to 0 at the last step;
+#: ``constant`` holds the peak; ``inverse-sqrt`` decays as sqrt(warmup / step). The last two are
+#: anytime schedules: the learning rate of a step does not depend on the run's length.
+SCHEDULES = ("linear", "constant", "inverse-sqrt")
 NO_DECAY = ("bias", "norm.weight", "freqs")  # parameter-name endings exempt from weight decay
 
 
@@ -86,13 +101,49 @@ class PretrainConfig:
     eval_every: int = 100
     eval_batches: int = 4
     checkpoint_every: int = 100
+    schedule: str = "linear"  # one of SCHEDULES
+    snapshot_steps: tuple[int, ...] = ()  # steps whose models are kept (anytime schedules only)
 
     def __post_init__(self):
         if self.precision not in PRECISIONS:
             raise InputError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        if self.schedule not in SCHEDULES:
+            raise InputError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
         for name in ("steps", "batch_size", "log_every", "eval_every", "eval_batches", "checkpoint_every"):
             if getattr(self, name) < 1:
                 raise InputError(f"PretrainConfig.{name} must be >= 1, got {getattr(self, name)}")
+        object.__setattr__(self, "snapshot_steps", tuple(sorted(set(self.snapshot_steps))))
+        if self.snapshot_steps and self.schedule == "linear":
+            raise InputError("snapshot_steps need an anytime schedule (constant or inverse-sqrt): under the linear "
+                             "schedule a snapshot is not the model of a run of that length")
+        if any(not 0 < s < self.steps for s in self.snapshot_steps):
+            raise InputError(f"snapshot_steps must lie between 0 and steps ({self.steps}), got {self.snapshot_steps}")
+
+    def at(self, steps: int) -> PretrainConfig:
+        """The configuration of a run of ``steps`` steps whose model is this run's snapshot at ``steps``
+        (the same configuration without snapshots when ``steps`` is this run's length)."""
+        if steps != self.steps and steps not in self.snapshot_steps:
+            raise InputError(f"no model is kept at step {steps}; kept: {', '.join(map(str, self.budgets))}")
+        return replace(self, steps=steps, snapshot_steps=())
+
+    @property
+    def budgets(self) -> tuple[int, ...]:
+        """The steps at which a model is kept: every snapshot, then the last step."""
+        return (*self.snapshot_steps, self.steps)
+
+
+def lr_schedule(optimizer, cfg: PretrainConfig):
+    """The learning-rate scheduler of ``cfg.schedule`` (:data:`SCHEDULES`) with ``cfg.warmup_steps`` of linear warm-up."""
+    if cfg.schedule == "linear":
+        return get_linear_schedule_with_warmup(optimizer, cfg.warmup_steps, cfg.steps)
+    warmup = max(1, cfg.warmup_steps)
+
+    def factor(step: int) -> float:  # lr of the step after ``step`` optimizer steps, over the peak
+        if step < warmup:
+            return step / warmup
+        return 1.0 if cfg.schedule == "constant" else math.sqrt(warmup / step)
+
+    return LambdaLR(optimizer, factor)
 
 
 @dataclass
@@ -275,8 +326,19 @@ def finished_result(out_dir: Path) -> dict | None:
 
 
 def run_identity(model_config: PEBertConfig, cfg: PretrainConfig) -> dict:
-    """What a run folder's checkpoints and result belong to."""
-    return {"model": model_config.to_diff_dict(), "config": asdict(cfg)}
+    """What a run folder's checkpoints and result belong to (as read back from JSON)."""
+    return json.loads(json.dumps({"model": model_config.to_diff_dict(), "config": asdict(cfg)}))
+
+
+def snapshot_dir(out_dir: Path, step: int) -> Path:
+    return out_dir / "snapshots" / f"step-{step:08d}"
+
+
+def finished_snapshot(out_dir: Path, step: int) -> dict | None:
+    """The result of the snapshot at ``step`` (its model beside it), or None when it is not written.
+    A corrupt snapshot is reported by name and gives None."""
+    folder = snapshot_dir(out_dir, step)
+    return read_json(folder / "result.json") if verified(folder, f"snapshot of {out_dir} at step {step}") else None
 
 
 def check_same_run(saved: dict, model_config: PEBertConfig, cfg: PretrainConfig, where: Path) -> None:
@@ -319,25 +381,28 @@ def pretrain(
     out_dir: str | os.PathLike,
     progress: bool = True,
     on_step: Callable[[int], None] | None = None,
+    until: int | None = None,
 ) -> dict:
     """Pretrain ``PEBertForMaskedLM(model_config)`` on ``data``; resume from ``out_dir`` if it holds a
     checkpoint. ``on_step(step)`` is called after each completed step (tests use it to interrupt).
-    Returns the content of ``result.json``."""
+    Returns the content of ``result.json``; with ``until`` (a snapshot step), trains only up to it
+    and returns the snapshot's result (its model is ``snapshot_dir(out_dir, until) / "model"``)."""
     from accelerate import Accelerator
 
     out_dir = Path(out_dir)
-    result = finished_result(out_dir)
+    until = cfg.at(until if until is not None else cfg.steps).steps  # refuses a step with no snapshot
+    result = finished_result(out_dir) if until == cfg.steps else finished_snapshot(out_dir, until)
     if result is not None:
         check_same_run(result, model_config, cfg, out_dir / "result.json")
         return result
     accelerator = Accelerator(cpu=not torch.cuda.is_available())  # cpu=True: DDP over gloo on CPUs
     if accelerator.is_main_process:
         with exclusive_lock(out_dir.parent / f".{out_dir.name}.lock", f"the run folder {out_dir}"):
-            return _pretrain(accelerator, model_config, data, cfg, out_dir, progress, on_step)
-    return _pretrain(accelerator, model_config, data, cfg, out_dir, progress, on_step)
+            return _pretrain(accelerator, model_config, data, cfg, out_dir, progress, on_step, until)
+    return _pretrain(accelerator, model_config, data, cfg, out_dir, progress, on_step, until)
 
 
-def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_step) -> dict:
+def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_step, until: int) -> dict:
     rank, world = accelerator.process_index, accelerator.num_processes
     if cfg.batch_size % world:
         raise ValueError(f"batch_size {cfg.batch_size} is not divisible by the {world} processes")
@@ -350,7 +415,7 @@ def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_
     # a copy: save_pretrained records `architectures` in the model's config, which must not change the caller's
     model = PEBertForMaskedLM(copy.deepcopy(model_config)).to(device).train()
     optimizer = torch.optim.AdamW(param_groups(model, cfg.weight_decay), lr=cfg.lr, betas=(0.9, 0.999), eps=1e-6)
-    scheduler = get_linear_schedule_with_warmup(optimizer, cfg.warmup_steps, cfg.steps)
+    scheduler = lr_schedule(optimizer, cfg)
     start, elapsed_before, records = 0, 0.0, []  # records: the curve so far
     checkpoint = latest_checkpoint(out_dir)
     if checkpoint is not None:
@@ -365,6 +430,9 @@ def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_
             state = load_checkpoint(checkpoint, model, optimizer, scheduler)
             start, elapsed_before = state["step"], state["elapsed_s"]
             records = state["curve"] if "curve" in state else curve_until(out_dir / "curve.jsonl", start)
+            if start > until:  # the snapshot is missing or corrupt, and training has gone past it
+                raise CorruptFileError(f"the snapshot at step {until} of {out_dir} is missing or corrupt and its "
+                                       f"training is past it (step {start}); delete {out_dir} to train it again")
         except pickle.UnpicklingError as error:  # refused unexecuted; set aside so that it cannot fail every rerun
             aside = set_aside(checkpoint, out_dir) if accelerator.is_main_process else checkpoint
             warnings.warn(f"refused checkpoint {checkpoint}: its trainer state is not plain tensors "
@@ -392,7 +460,7 @@ def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_
                 curve.write(json.dumps(record) + "\n")
                 curve.flush()
 
-    for step in range(start, cfg.steps):
+    for step in range(start, until):
         rows = batch_rows(len(data.train), cfg.batch_size, step, cfg.seed)[rank * local_rows : (rank + 1) * local_rows]
         ids = torch.as_tensor(data.train[rows], dtype=torch.long)  # (b, n)
         inputs, labels = mask_tokens(ids, data, cfg.mask_prob, torch.Generator().manual_seed(step_seed(cfg.seed, step, rank, 0)))
@@ -415,7 +483,15 @@ def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_
             log({"step": done, "split": "train", "loss": train_loss, "lr": scheduler.get_last_lr()[0], "tokens_per_s": tok_s})
         if done % cfg.eval_every == 0 or done == cfg.steps:
             log({"step": done, "split": "validation", "loss": evaluate(model, data, cfg, device, bf16)})
-        if done % cfg.checkpoint_every == 0 or done == cfg.steps:
+        if done in cfg.snapshot_steps:
+            snapshot = {**run_identity(model_config, cfg), "steps": done, "ranks_agree": ranks_agree(accelerator, model),
+                        "validation_loss": evaluate(model, data, cfg, device, bf16), "tokens_per_s": tok_s,
+                        "wall_s": elapsed_before + elapsed, "precision": "bf16" if bf16 else "fp32", "processes": world}
+            if accelerator.is_main_process:
+                with manifested_dir(snapshot_dir(out_dir, done), "snapshot") as work, quiet_transformers():
+                    model.save_pretrained(work / "model")
+                    write_json(work / "result.json", snapshot)
+        if done % cfg.checkpoint_every == 0 or done == cfg.steps or done in cfg.snapshot_steps:
             accelerator.wait_for_everyone()
             if accelerator.is_main_process:
                 save_checkpoint(out_dir, model, optimizer, scheduler,
@@ -424,6 +500,11 @@ def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_
         if on_step is not None:
             on_step(done)
     bar.close()
+    if until < cfg.steps:
+        if curve is not None:
+            curve.close()
+        accelerator.wait_for_everyone()
+        return read_json(snapshot_dir(out_dir, until) / "result.json")
 
     wall = time.perf_counter() - t0
     result = {

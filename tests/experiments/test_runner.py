@@ -132,7 +132,7 @@ def test_corrupt_artifact_is_reported_and_recomputed(runner):
 
 
 def test_unknown_profile_names_the_valid_ones():
-    with pytest.raises(ValueError, match="valid profiles: smoke, cpu, gpu"):
+    with pytest.raises(ValueError, match="valid profiles: smoke, cpu, scale, gpu"):
         get_profile("laptop")
 
 
@@ -231,3 +231,25 @@ def test_keys_ignore_library_versions(runner, monkeypatch):
     monkeypatch.setattr(transformers.configuration_utils, "__version__", "99.0.0")
     assert runner.model_config("ape-learned").to_diff_dict()["transformers_version"] == "99.0.0"
     assert runner.pretrain_key("ape-learned") == key
+
+
+def test_snapshots_are_budgets_with_their_own_artifacts(runner, profile):
+    anytime = dataclasses.replace(profile.pretrain, schedule="constant")
+    scaled = Runner(dataclasses.replace(profile, pretrain=dataclasses.replace(anytime, snapshot_steps=(2,))),
+                    runner.store.root.parent / "scaled", runner.work, progress=False, tokenizer=runner.tokenizer,
+                    data=runner.mlm_data())
+    scaled.run(["ape-learned"])
+    stages = sorted(p.name.rsplit("-", 1)[0] for p in (scaled.store.root / "ape-learned").iterdir())
+    assert stages == ["analysis-p0", "analysis-p0-step2", "extrapolation-p0", "finetune-sst2-p0-seed0",
+                      "finetune-sst2-p0-seed1", "finetune-sst2-p0-step2-seed0", "finetune-sst2-p0-step2-seed1",
+                      "pretrain-p0", "pretrain-p0-step2"]
+    early = scaled.ensure_pretrained("ape-learned", 0, 2).payload
+    assert early["result"]["steps"] == 2 and max(r["step"] for r in early["curve"]) == 2
+    assert all(a.stored for a in scaled.plan(["ape-learned"]) if a.variant == "ape-learned")
+    # the snapshot at 2 steps is keyed as the model of a 2-step run: what a short profile would find
+    short = Runner(dataclasses.replace(profile, pretrain=dataclasses.replace(anytime, steps=2)), runner.store.root.parent / "short",
+                   runner.work, progress=False, tokenizer=runner.tokenizer, data=runner.mlm_data())
+    assert scaled.pretrain_key("ape-learned", 0, 2) == short.pretrain_key("ape-learned")
+    assert scaled.ensure_analysis("ape-learned", 0, 2).payload == short.ensure_analysis("ape-learned").payload
+    with pytest.raises(Exception, match="no model is kept at step 3; kept: 2, 4"):
+        scaled.ensure_analysis("ape-learned", 0, 3)

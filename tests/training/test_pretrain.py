@@ -165,3 +165,34 @@ def test_two_threads_give_identical_weights(variant, make_config, tmp_path, two_
     for name in ("a", "b"):
         pretrain(config, data, run_cfg(steps=3, batch_size=16, checkpoint_every=10), tmp_path / name, progress=False)
     assert_same_weights(tmp_path / "a", tmp_path / "b")
+
+
+@pytest.mark.parametrize("schedule", ["constant", "inverse-sqrt"])
+def test_a_snapshot_is_the_model_of_a_run_of_that_length(schedule, make_config, tmp_path):
+    config, data = make_config("ape-learned"), synthetic_data()
+    long = run_cfg(steps=8, schedule=schedule, snapshot_steps=(5, 3), checkpoint_every=4)
+    assert long.snapshot_steps == (3, 5) and long.budgets == (3, 5, 8)
+    first = pretrain(config, data, long, tmp_path / "long", progress=False, until=3)
+    assert first["steps"] == 3 and not (tmp_path / "long" / "result.json").exists(), "stops at the snapshot"
+    pretrain(config, data, long, tmp_path / "long", progress=False)  # resumes from the snapshot's checkpoint
+    for steps in (3, 5):
+        short = pretrain(config, data, long.at(steps), tmp_path / f"short{steps}", progress=False)
+        snapshot = tmp_path / "long" / "snapshots" / f"step-{steps:08d}"
+        assert_same_weights(snapshot, tmp_path / f"short{steps}")
+        assert json.loads((snapshot / "result.json").read_text())["validation_loss"] == short["validation_loss"]
+    assert pretrain(config, data, long, tmp_path / "long", progress=False, until=3) == first, "found, not retrained"
+    pretrain(config, data, long.at(8), tmp_path / "short8", progress=False)
+    assert_same_weights(tmp_path / "long", tmp_path / "short8")
+
+
+def test_schedules_and_snapshots_refuse_what_they_cannot_mean():
+    from pe_lib.errors import InputError
+
+    with pytest.raises(InputError, match="schedule must be one of linear, constant, inverse-sqrt"):
+        run_cfg(schedule="cosine")
+    with pytest.raises(InputError, match="need an anytime schedule"):
+        run_cfg(snapshot_steps=(2,))
+    with pytest.raises(InputError, match="between 0 and steps"):
+        run_cfg(schedule="constant", snapshot_steps=(6,))
+    with pytest.raises(InputError, match="no model is kept at step 4; kept: 2, 6"):
+        run_cfg(schedule="constant", snapshot_steps=(2,)).at(4)
