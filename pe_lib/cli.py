@@ -50,6 +50,12 @@ def main(argv: list[str] | None = None) -> int:
         message = " ".join(line.strip() for line in str(error).splitlines() if line.strip())
         print(f"pe-lib {args.command}: error: {message} (--debug shows the traceback)", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C, or the SIGINT of `timeout`: finished files are kept, the rest resumes
+        if args.debug:
+            raise
+        print(f"pe-lib {args.command}: interrupted; finished artifacts and checkpoints are kept, and a rerun "
+              "resumes from them", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # the reader stopped reading (| head): stop quietly
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # Python's flush at exit would raise again

@@ -117,6 +117,7 @@ SCALE_MODEL = dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=2, 
                    max_position_embeddings=256, rpe_max_distance=64, hidden_dropout_prob=0.0,
                    attention_probs_dropout_prob=0.0, layer_norm="pre", position_init_std=0.0)
 #: 1x of the scale study: the first cpu profile's 4.1M tokens (2,000 steps of 32 x 64 tokens).
+#: Validation: 32 batches (about 19,700 masked tokens), so that seeds' losses are told apart.
 SCALE_UNIT_STEPS = 2000
 
 SCALE = Profile(
@@ -125,11 +126,12 @@ SCALE = Profile(
     model=SCALE_MODEL,
     pretrain=PretrainConfig(steps=16 * SCALE_UNIT_STEPS, batch_size=32, lr=3e-3, warmup_steps=500, mask_prob=0.30,
                             schedule="inverse-sqrt", snapshot_steps=tuple(m * SCALE_UNIT_STEPS for m in (1, 2, 4, 8)),
-                            log_every=50, eval_every=500, eval_batches=8, checkpoint_every=500),
+                            log_every=50, eval_every=500, eval_batches=32, checkpoint_every=500),
     finetune=CPU.finetune,
     seq_len=64,
     corpus_tokens=None,
     variants=("none", "ape-learned", "rpe-learned", "ape-sin-learned"),
+    tasks=("cola", "sst2", "mrpc", "stsb"),  # the criteria need the sentence-level tasks only
     seeds=(0, 1),
     pretrain_seeds_by_variant={"none": 2, "ape-learned": 2, "rpe-learned": 2},
     task_max_train=1500,
