@@ -74,6 +74,7 @@ BOOK_PROFILES: dict[str, dict[str, dict[str, Any]]] = {
         "10_real_models": {"profile": "smoke"},
         "11_length_extrapolation": {"profile": "smoke"},
         "12_cls_untying": {"profile": "smoke"},
+        "13_scale": {"profile": "smoke"},
     },
     "cpu": {
         "01_properties": {
@@ -95,6 +96,7 @@ BOOK_PROFILES: dict[str, dict[str, dict[str, Any]]] = {
         "10_real_models": {"profile": "cpu"},
         "11_length_extrapolation": {"profile": "cpu"},
         "12_cls_untying": {"profile": "cpu"},
+        "13_scale": {"profile": "scale"},
     },
 }
 

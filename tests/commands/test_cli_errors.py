@@ -225,3 +225,15 @@ def test_python_dash_m_and_a_closed_pipe_end_quietly():
 def test_requires_python_matches_the_pins():
     root = Path(__file__).resolve().parents[2]
     assert 'requires-python = ">=3.11"' in (root / "pyproject.toml").read_text()
+
+
+def test_an_interrupt_is_one_line_and_status_130(folders, capsys, monkeypatch):
+    import pe_lib.commands.run as run_command
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_command, "run", interrupted)
+    assert "interrupted; finished artifacts and checkpoints are kept" in one_line(capsys, ["run", *folders], status=130)
+    with pytest.raises(KeyboardInterrupt):
+        main(["run", "--debug", *folders])

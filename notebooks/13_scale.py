@@ -1,0 +1,222 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# (scale)=
+# # The scale study: when do position embeddings start to matter?
+#
+# The paper's models are BERT-base pretrained for days; this project's cpu models see a few million
+# tokens. At that scale a model may not use word order at all, and then no chapter can tell one
+# position embedding from another: every verdict would be "not decidable". This chapter asks at
+# which pretraining budget the differences appear. It pretrains `none`, `ape-learned`,
+# `rpe-learned` and `ape-sin-learned` (two pretraining seeds for the first three) with one recipe
+# for all, keeps each model at 1x, 2x, 4x, 8x and 16x of the first cpu budget (4.1 million tokens),
+# and evaluates each kept model like a finished one: validation loss, the learned APE's
+# dot-product map, and fine-tuning on the sentence-level tasks. Three criteria, computed below from
+# the data, choose the cpu profile's budget:
+#
+# - **(a)** `ape-learned` beats `none` on validation MLM loss beyond the pretraining-seed spread;
+# - **(b)** the learned APE's trained dot-product map shows the diagonal;
+# - **(c)** the best variant's classification average beats the best constant predictor by at
+#   least 10 points (the bag-of-words baseline beside it).
+
+# %% tags=["hide-cell"]
+import sys
+
+if "google.colab" in sys.modules:  # on Colab: install pe_lib from the repository first
+    import subprocess
+
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "pe-lib @ git+https://github.com/pe-book/pe-lib"],
+        check=True,
+    )
+
+import math
+import warnings
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
+
+from pe_lib import book, report
+from pe_lib.experiments import scale
+
+book.record_names(globals())
+
+# %% [markdown]
+# ## Parameters
+#
+# `profile` chooses the artifacts (`results/<profile>/`): the study is the profile `scale`; any
+# other profile shows the budgets its runs keep (the smoke profile keeps one). `variants` and
+# `tasks` restrict the study (empty: the study's four variants that the profile has, and the
+# profile's sentence-level tasks). The chapter reads what is stored and computes no model: a
+# study still running shows what it has finished.
+
+# %% tags=["parameters"]
+profile: str = "smoke"  # results profile; the study itself is "scale"
+variants: list[str] = []  # empty: none, ape-learned, rpe-learned, ape-sin-learned (those the profile has)
+tasks: list[str] = []  # sentence-level tasks of the classification average; empty: the profile's
+results: str = "results"  # folder of the artifact store
+screen: str = "studies/recipe_screen"  # folder of the recipe screen's results
+
+# %% tags=["hide-cell"]
+params = book.check_notebook_parameters(globals())
+runner = report.open_runner(profile, results)
+study_variants = [v for v in ("none", "ape-learned", "rpe-learned", "ape-sin-learned") if v in runner.profile.variants]
+names = report.resolve_variants(variants, study_variants)  # raises on an unknown variant
+specs = report.chapter_tasks(tasks, runner.profile.tasks, span=False)
+study = scale.compute(runner, names, list(specs))
+cfg = runner.profile.pretrain
+book.glue("profile_name", profile)
+book.glue("study_variants", ", ".join(names))
+book.glue("study_tasks", ", ".join(specs))
+book.glue("stored", study.stored)
+book.glue("planned", study.planned)
+book.glue("budgets", ", ".join(f"{s * cfg.batch_size * runner.profile.seq_len / 1e6:.1f}" for s in cfg.budgets))
+book.glue("schedule", cfg.schedule)
+book.glue("layer_norm", runner.profile.model.get("layer_norm", "post"))
+book.glue("threshold", scale.DIAGONAL_THRESHOLD)
+book.glue("margin", scale.CHANCE_MARGIN)
+pd.DataFrame({"value": params})
+
+# %% [markdown]
+# ## The recipe, and what was tried
+#
+# The first cpu run (BERT's recipe: post-LN, peak learning rate $10^{-3}$ with linear decay,
+# dropout 0.1, 15% masking, sequences of 128) left every model in a bag-of-words regime: its
+# learned APE's map had no diagonal, and no variant beat `none`. A screen of recipes, one recipe
+# for all variants of a run, looked for the cause before spending hours. The table lists every run
+# of the screen as recorded (`studies/recipe_screen/`, with the script that ran it); the unigram
+# column is the loss of a unigram model on the same masked tokens, the yardstick of "has learned
+# nothing about context".
+
+# %% tags=["hide-input"]
+screened = scale.recipe_screen(screen)
+book.glue("screen_runs", screened["run"].nunique())
+screened.style.format({"peak lr": "{:g}", "warm-up": "{:g}", "masking": "{:.2f}", "dropout": "{:g}",
+                       "position init std": "{:g}", "position lr x": "{:g}", "sinusoid scale": "{:g}",
+                       "tokens (M)": "{:.2f}", "validation loss": "{:.3f}", "unigram loss": "{:.3f}",
+                       "APE monotonicity": "{:+.3f}", "APE local monotonicity": "{:+.3f}"},
+                      na_rep="—").hide(axis="index").set_table_attributes('class="dataframe"')
+
+# %% [markdown]
+# What the {glue:text}`screen_runs` runs show, read from the table:
+#
+# - Under BERT's recipe `rope` and `none` reach the same loss at 1 M tokens (`base_1M_rerun_none_rope`):
+#   the recipe itself lets no variant use position at this budget.
+# - Pre-LN makes a peak learning rate of $3 \cdot 10^{-3}$ trainable; with post-LN the same recipe
+#   leaves `none` at the unigram loss (`s64_postln_1M`).
+# - A learned APE initialised like the word embeddings is noise added to every input: with it,
+#   `ape-learned` stays near the unigram loss (`ks_preln_lr3e-3_do0_m30`); initialised at zero it
+#   follows `none` (`ks_peinit0`). A ten times larger learning rate for the table does not help
+#   (`s64_pelr10_1M`).
+# - Position is worth much on this corpus once the recipe allows it: `rope` is far below `none`
+#   from 1 M tokens on, while even a fixed sinusoidal APE, whose map is a perfect diagonal, is not
+#   yet below `none` at 2 M tokens (`s64_preln_2M_sin_rope` against `s64_preln_peinit0_2M`).
+#
+# The study therefore uses, for every variant: the {glue:text}`layer_norm`-LN encoder (a departure
+# from BERT's post-LN, stated wherever its numbers appear), sequences of 64 tokens, peak learning
+# rate $3 \cdot 10^{-3}$, no dropout, 30% masking, learned position tables initialised at zero, and
+# the anytime schedule {glue:text}`schedule` (warm-up, then the rate falls as $1/\sqrt{t}$), under
+# which the model kept after $t$ steps of a long run is exactly the model of a run of $t$ steps.
+# The kept budgets are {glue:text}`budgets` million tokens.
+#
+# ## What is stored
+#
+# The study is {glue:text}`stored` of {glue:text}`planned` artifacts complete (variants
+# {glue:text}`study_variants`; classification average over {glue:text}`study_tasks`). It runs in
+# chunks (`scripts/run_in_chunks.sh scale SECONDS`), budget by budget, each chunk committing
+# what it finished; every figure and table below shows what is stored.
+
+# %% tags=["hide-input"]
+models = study.models
+models.style.format({"tokens": "{:,.0f}", "validation_loss": "{:.3f}", "monotonicity": "{:+.3f}",
+                     "monotonicity_local": "{:+.3f}", "classification_validation": "{:.1f}",
+                     "classification_test": "{:.1f}"}, na_rep="—").hide(axis="index").set_table_attributes('class="dataframe"')
+
+# %% [markdown]
+# ## Loss, the diagonal and the tasks against tokens
+
+# %% tags=["hide-input"]
+sns.set_theme(style="whitegrid", context="notebook")
+palette = dict(zip(names, sns.color_palette("tab10", len(names))))
+fig, axes = plt.subplots(1, 3, figsize=(15, 4.2), constrained_layout=True)
+for variant, part in models.groupby("variant", sort=False):
+    mean = part.groupby("tokens").mean(numeric_only=True)
+    axes[0].plot(mean.index, mean["validation_loss"], marker="o", color=palette[variant], label=variant)
+    axes[0].scatter(part["tokens"], part["validation_loss"], s=12, color=palette[variant], alpha=0.5)
+    axes[2].plot(mean.index, mean["classification_test"], marker="o", color=palette[variant], label=variant)
+axes[0].axhline(study.unigram_loss, color="C3", ls=":", lw=1.0, label="unigram")
+axes[0].set(title="validation MLM loss", ylabel="nats")
+ape = models[models["variant"] == "ape-learned"]
+for column, style in (("monotonicity", "-"), ("monotonicity_local", "--")):
+    axes[1].plot(ape["tokens"], ape[column], ls="", marker="o", color=palette.get("ape-learned", "C1"), alpha=0.5)
+    mean = ape.groupby("tokens")[column].mean()
+    axes[1].plot(mean.index, mean.values, ls=style, color=palette.get("ape-learned", "C1"), label=column.replace("_", " "))
+axes[1].axhline(scale.DIAGONAL_THRESHOLD, color="grey", ls=":", lw=1.0, label="criterion (b)")
+axes[1].set(title="learned APE: P P^T indicators", ylabel="indicator")
+axes[2].axhline(study.constant, color="grey", ls="--", lw=1.0, label="best constant")
+axes[2].axhline(study.constant + scale.CHANCE_MARGIN, color="grey", ls=":", lw=1.0, label="criterion (c)")
+axes[2].axhline(study.bag_of_words, color="C5", ls="-.", lw=1.0, label="bag of words")
+axes[2].set(title="classification average (test)", ylabel="score (%)")
+budget_tokens = [s * cfg.batch_size * runner.profile.seq_len for s in cfg.budgets]
+for ax in axes:
+    ax.set_xscale("log")
+    ax.set_xlim(min(budget_tokens) / 1.5, max(budget_tokens) * 1.5)  # every kept budget, stored or not
+    ax.set_xlabel("pretraining tokens")
+    ax.legend(fontsize="x-small")
+book.glue("fig_scale", fig)
+plt.close(fig)
+book.glue("unigram_loss", study.unigram_loss)
+book.glue("constant", study.constant)
+book.glue("bag_of_words", study.bag_of_words)
+
+# %% [markdown]
+# ```{glue:figure} fig_scale
+# :alt: Validation loss, learned-APE indicators and classification average against pretraining tokens, log axes
+# :name: fig-scale
+#
+# Against pretraining tokens (log axis), lines the mean over pretraining seeds, dots the seeds.
+# Left: validation MLM loss; dotted: the unigram model ({glue:text}`unigram_loss:.3f`). Middle: the
+# monotonicity (solid) and local monotonicity (dashed) of the learned APE's $P P^\top$; dotted: the
+# threshold {glue:text}`threshold` of criterion (b). Right: classification average on the test
+# split (mean over fine-tuning seeds); dashed: the best constant predictor
+# ({glue:text}`constant:.1f`), dotted: 10 points above it, dash-dotted: bag of words
+# ({glue:text}`bag_of_words:.1f`).
+# ```
+#
+# ## The criteria at each budget
+
+# %% tags=["hide-input"]
+table = study.criteria.copy()
+for key in ("a", "b", "c"):
+    table[key] = table[key].map(scale.verdict)
+table = table.rename(columns={"a": "(a)", "b": "(b)", "c": "(c)", "loss_gap": "loss: ape-learned − none",
+                              "best_variant": "best variant (validation)", "best_classification": "its test average"})
+book.glue("smallest_budget", "none of the stored budgets" if study.smallest_budget is None
+          else f"{study.smallest_budget / 1e6:.1f} million tokens")
+table.style.format({"tokens": "{:,.0f}", "loss: ape-learned − none": "{:+.3f}", "monotonicity": "{:+.3f}",
+                    "monotonicity_local": "{:+.3f}", "its test average": "{:.1f}"},
+                   na_rep="—").hide(axis="index").set_table_attributes('class="dataframe"')
+
+# %% [markdown]
+# One row per kept budget. (a) passes when every `ape-learned` seed's loss is below every `none`
+# seed's (it needs two seeds of each, else "not decidable"); (b) when the mean over seeds of both
+# indicators of the learned APE is at least {glue:text}`threshold` (i.i.d. Gaussian tables of this
+# shape score 0.00 ± 0.04, never above 0.09 in 40 draws; a fixed sinusoid about 1); (c) when the
+# variant with the best validation average scores at least {glue:text}`margin` points above the
+# best constant predictor on the test split. All three first hold at
+# **{glue:text}`smallest_budget`**.
