@@ -167,6 +167,24 @@ def test_two_threads_give_identical_weights(variant, make_config, tmp_path, two_
     assert_same_weights(tmp_path / "a", tmp_path / "b")
 
 
+def test_killed_and_resumed_with_two_threads_ends_with_identical_weights(make_config, tmp_path, two_threads):
+    """The paper's reference variant at the default thread count: a run killed after step 5 and
+    resumed from its step-4 checkpoint ends with the bits of an uninterrupted run."""
+    config = make_config("ape-learned", hidden_size=64, max_position_embeddings=40, hidden_dropout_prob=0.1,
+                         attention_probs_dropout_prob=0.1)
+    data, cfg = synthetic_data(seq_len=32, rows=64), run_cfg(batch_size=16)
+    pretrain(config, data, cfg, tmp_path / "straight", progress=False)
+
+    def kill_at_5(step):
+        if step == 5:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        pretrain(config, data, cfg, tmp_path / "resumed", progress=False, on_step=kill_at_5)
+    pretrain(config, data, cfg, tmp_path / "resumed", progress=False)
+    assert_same_weights(tmp_path / "straight", tmp_path / "resumed")
+
+
 @pytest.mark.parametrize("schedule", ["constant", "inverse-sqrt"])
 def test_a_snapshot_is_the_model_of_a_run_of_that_length(schedule, make_config, tmp_path):
     config, data = make_config("ape-learned"), synthetic_data()
