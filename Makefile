@@ -4,7 +4,7 @@ STAMP   := .venv/.setup-done
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
 PROFILE ?= smoke
 
-.PHONY: setup test book check-book check-keys verify-results chromium bench clean
+.PHONY: setup test book check-book check-keys verify-results chromium bench clean check-repository colab
 
 setup: $(STAMP)
 
@@ -54,6 +54,16 @@ check-book: $(STAMP) chromium
 chromium:
 	command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver)
+
+# Publishing (.github/workflows/book.yml): the repository URL must be the repository being built,
+# and the Colab notebooks of a commit are written for the branch colab.
+check-repository: $(STAMP)
+	$(PY) -m pe_lib.cli publish check
+
+COLAB_DIR ?= .cache/colab
+colab: $(STAMP)
+	@test -n "$(COMMIT)" || (echo "usage: make colab COMMIT=<40-digit commit> [COLAB_DIR=folder]"; exit 2)
+	$(PY) -m pe_lib.cli publish colab --commit $(COMMIT) --out $(COLAB_DIR) --profile $(PROFILE)
 
 bench: $(STAMP)
 	$(OFFLINE) $(PY) -m pe_lib.bench --json results/bench.json

@@ -32,16 +32,6 @@
 # before training, and the same measurements after pretraining.
 
 # %% tags=["hide-cell"]
-import sys
-
-if "google.colab" in sys.modules:  # on Colab: install pe_lib from the repository first
-    import subprocess
-
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "pe-lib @ git+https://github.com/pe-book/pe-lib"],
-        check=True,
-    )
-
 import math
 
 import matplotlib.pyplot as plt

@@ -46,16 +46,6 @@
 # there. Every number in the text is computed by this notebook.
 
 # %% tags=["hide-cell"]
-import sys
-
-if "google.colab" in sys.modules:  # on Colab: install pe_lib from the repository first
-    import subprocess
-
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "pe-lib @ git+https://github.com/pe-book/pe-lib"],
-        check=True,
-    )
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd

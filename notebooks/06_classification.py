@@ -29,16 +29,6 @@
 # came from: without internet access the tasks are packaged offline analogues of the GLUE tasks.
 
 # %% tags=["hide-cell"]
-import sys
-
-if "google.colab" in sys.modules:  # on Colab: install pe_lib from the repository first
-    import subprocess
-
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "pe-lib @ git+https://github.com/pe-book/pe-lib"],
-        check=True,
-    )
-
 import math
 import warnings
 

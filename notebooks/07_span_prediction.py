@@ -28,16 +28,6 @@
 # reports exact match (EM) and F1 per variant, with their spread over seeds.
 
 # %% tags=["hide-cell"]
-import sys
-
-if "google.colab" in sys.modules:  # on Colab: install pe_lib from the repository first
-    import subprocess
-
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "pe-lib @ git+https://github.com/pe-book/pe-lib"],
-        check=True,
-    )
-
 import math
 import warnings
 

@@ -26,16 +26,6 @@
 # reads the benchmark's JSON output; `make bench` writes it anew.
 
 # %% tags=["hide-cell"]
-import sys
-
-if "google.colab" in sys.modules:  # on Colab: install pe_lib from the repository first
-    import subprocess
-
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "pe-lib @ git+https://github.com/pe-book/pe-lib"],
-        check=True,
-    )
-
 import json
 from pathlib import Path
 

@@ -8,7 +8,8 @@
    failed run is kept in ``book/_build/failed/`` and the build stops with one line naming the
    notebook and the cell).
 2. ``jupyter-book build . --path-output book --warningiserror`` renders ``book/_build/html``
-   (``_config.yml`` and ``_toc.yml`` at the repository root; notebooks are not re-executed).
+   (``_config.yml``, completed with the repository's URL by :func:`pe_lib.publish.book_config`,
+   and ``_toc.yml`` at the repository root; notebooks are not re-executed).
 
 Notebook parameters
 -------------------
@@ -52,9 +53,6 @@ from typing import Any
 
 from pe_lib.errors import InputError, PeLibError
 
-#: The repository (Colab install cells and the book's repository/launch buttons use it too;
-#: ``tests/test_book.py`` checks that ``_config.yml`` and the notebooks agree).
-REPOSITORY_URL = "https://github.com/pe-book/pe-lib"
 
 #: Per-profile parameter overrides, per notebook (file stem). A notebook's own defaults are the
 #: smoke profile's values, so ``papermill book/X.ipynb out.ipynb -p seed 1`` reruns a smoke-built
@@ -427,9 +425,16 @@ def build_html(root: Path = ROOT) -> Path:
     """``jupyter-book build`` with warnings as errors; return ``book/_build/html/index.html``."""
     import subprocess
 
+    import yaml
+
+    from pe_lib.publish import book_config
+
+    config = root / BOOK_DIR / "_build" / "_config.yml"  # _config.yml with the repository's URL (pyproject.toml)
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(yaml.safe_dump(book_config(root), sort_keys=False))
     exe = Path(sys.executable).with_name("jupyter-book")
     command = [str(exe) if exe.exists() else "jupyter-book", "build", ".", "--path-output", BOOK_DIR,
-               "--warningiserror", "--keep-going"]
+               "--config", str(config), "--warningiserror", "--keep-going"]
     result = subprocess.run(command, cwd=root, capture_output=True, text=True)
     if result.returncode:
         log = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout + result.stderr).strip().splitlines()

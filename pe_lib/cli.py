@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("pe_lib.commands.verify", "recompute one variant from scratch and compare it with the committed results"),
     "properties": ("pe_lib.commands.properties", "property indicators of a model's position embeddings"),
     "book": ("pe_lib.book", "execute the notebooks with papermill and build the Jupyter Book"),
+    "publish": ("pe_lib.publish", "the repository URL, its check, and the Colab notebooks of the published book"),
 }
 
 
@@ -51,8 +52,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pe-lib {args.command}: error: {message} (--debug shows the traceback)", file=sys.stderr)
         return 1
     except KeyboardInterrupt:  # Ctrl-C, or the SIGINT of `timeout`: finished files are kept, the rest resumes
-        if args.debug:
-            raise
         print(f"pe-lib {args.command}: interrupted; finished artifacts and checkpoints are kept, and a rerun "
               "resumes from them", file=sys.stderr)
         return 130

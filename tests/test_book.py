@@ -131,7 +131,6 @@ def test_parameters_cell_is_typed_and_papermill_reads_it(path, tmp_path):
     at = next(i for i, c in enumerate(code) if "parameters" in c.metadata.get("tags", []))
     assert code[at - 1].source.rstrip().endswith("book.record_names(globals())")
     assert "book.check_notebook_parameters(globals())" in code[at + 1].source.splitlines()[0]
-    assert any(f"git+{book.REPOSITORY_URL}" in c.source and "google.colab" in c.source for c in code[:at])
 
 
 @pytest.mark.parametrize("profile", sorted(book.BOOK_PROFILES))
@@ -156,7 +155,6 @@ def test_book_layout_and_offline_configuration():
     for entry in entries:
         assert any((ROOT / entry).with_suffix(s).exists() for s in (".md", ".ipynb")) or entry.split("/")[-1] in names
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    assert config["repository"]["url"] == book.REPOSITORY_URL
     assert config["execute"]["execute_notebooks"] == "off"
     sphinx = config["sphinx"]["config"]
     assert "sphinx.ext.intersphinx" not in sphinx["extensions"]
