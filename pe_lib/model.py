@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn as nn
@@ -506,8 +508,11 @@ class PEBertForQuestionAnswering(PEBertPreTrainedModel):
         return self.returned(output, return_dict)
 
 
-def model_card(config: PEBertConfig, class_name: str) -> str:
-    """The model card of a saved pe-bert folder: what the model is and how to load it."""
+def model_card(config: PEBertConfig, class_name: str, training: Mapping[str, Any] | None = None) -> str:
+    """The model card of a saved pe-bert folder: what the model is, how it was trained (``training``:
+    label -> value, e.g. the profile, data and steps), and how to load it."""
+    rows = "".join(f"| {label} | {value} |\n" for label, value in (training or {}).items())
+    trained = f"\n## Training\n\n| | |\n|---|---|\n{rows}" if rows else ""
     return f"""---
 library_name: transformers
 tags: [pe-lib, bert, position-embeddings]
@@ -518,7 +523,7 @@ A BERT encoder ({config.num_hidden_layers} layers, hidden size {config.hidden_si
 {config.num_attention_heads} heads, vocabulary {config.vocab_size}) whose position embedding is \
 `{config.position_embedding}`, from pe-book's `pe_lib` (a reproduction of "On Position Embeddings in BERT", \
 ICLR 2021).
-
+{trained}
 ## How to load
 
 `pe-bert` is not a model type that transformers knows: the `pe_lib` package registers it with the \

@@ -184,8 +184,17 @@ class Runner:
 
     def _pretrain(self, variant: str, pretrain_seed: int, steps: int | None) -> dict:
         """Train (or find) the run up to ``steps``; its result."""
+        data = self.data_fingerprint()
+        card = {"profile": f"`{self.profile.name}` ({self.profile.description})", "pretraining seed": pretrain_seed,
+                "corpus": f"`{data['corpus']}` (pe-lib data; {self.corpus_origin()})",
+                "sequence length": data["seq_len"], "layer norm": self.profile.model.get("layer_norm", "post")}
         return pretrain(self.model_config(variant), self.mlm_data(), self.run_pretrain_config(pretrain_seed),
-                        self.run_dir(variant, pretrain_seed), progress=self.progress, until=steps)
+                        self.run_dir(variant, pretrain_seed), progress=self.progress, until=steps,
+                        tokenizer=self.tokenizer, card=card)
+
+    def corpus_origin(self) -> str:
+        """Where the pretraining text came from, in words."""
+        return "text given directly" if self._given_data else f"{self.corpus.origin} corpus"
 
     # ------------------------------------------------------------------ stages
 

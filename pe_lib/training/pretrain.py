@@ -48,10 +48,11 @@ import pickle
 import shutil
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -74,7 +75,7 @@ from pe_lib.io import (
     write_json,
     write_manifest,
 )
-from pe_lib.model import PEBertConfig, PEBertForMaskedLM, quiet_transformers
+from pe_lib.model import PEBertConfig, PEBertForMaskedLM, model_card, quiet_transformers
 
 PRECISIONS = ("auto", "bf16", "fp32")
 #: Learning-rate schedules after the linear warm-up: ``linear`` decays to 0 at the last step;
@@ -382,11 +383,15 @@ def pretrain(
     progress: bool = True,
     on_step: Callable[[int], None] | None = None,
     until: int | None = None,
+    tokenizer=None,
+    card: Mapping[str, Any] | None = None,
 ) -> dict:
     """Pretrain ``PEBertForMaskedLM(model_config)`` on ``data``; resume from ``out_dir`` if it holds a
     checkpoint. ``on_step(step)`` is called after each completed step (tests use it to interrupt).
     Returns the content of ``result.json``; with ``until`` (a snapshot step), trains only up to it
-    and returns the snapshot's result (its model is ``snapshot_dir(out_dir, until) / "model"``)."""
+    and returns the snapshot's result (its model is ``snapshot_dir(out_dir, until) / "model"``).
+    Each saved model folder also holds ``tokenizer`` (so ``pipeline("fill-mask", model=folder)``
+    works) and a model card whose training section lists ``card`` (label -> value) and the steps."""
     from accelerate import Accelerator
 
     out_dir = Path(out_dir)
@@ -398,11 +403,22 @@ def pretrain(
     accelerator = Accelerator(cpu=not torch.cuda.is_available())  # cpu=True: DDP over gloo on CPUs
     if accelerator.is_main_process:
         with exclusive_lock(out_dir.parent / f".{out_dir.name}.lock", f"the run folder {out_dir}"):
-            return _pretrain(accelerator, model_config, data, cfg, out_dir, progress, on_step, until)
-    return _pretrain(accelerator, model_config, data, cfg, out_dir, progress, on_step, until)
+            return _pretrain(accelerator, model_config, data, cfg, out_dir, progress, on_step, until, tokenizer, card)
+    return _pretrain(accelerator, model_config, data, cfg, out_dir, progress, on_step, until, tokenizer, card)
 
 
-def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_step, until: int) -> dict:
+def save_model_folder(model, folder: Path, steps: int, tokens: int, tokenizer=None, card: Mapping[str, Any] | None = None):
+    """``model.save_pretrained(folder)``, the tokenizer beside it, and the model card's training section."""
+    with quiet_transformers():
+        model.save_pretrained(folder)
+    if tokenizer is not None:
+        tokenizer.save_pretrained(folder)
+    training = {**(card or {}), "steps": f"{steps:,}", "tokens": f"{tokens:,}"}
+    atomic_write_text(folder / "README.md", model_card(model.config, type(model).__name__, training))
+
+
+def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_step, until: int, tokenizer=None,
+              card=None) -> dict:
     rank, world = accelerator.process_index, accelerator.num_processes
     if cfg.batch_size % world:
         raise ValueError(f"batch_size {cfg.batch_size} is not divisible by the {world} processes")
@@ -488,8 +504,8 @@ def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_
                         "validation_loss": evaluate(model, data, cfg, device, bf16), "tokens_per_s": tok_s,
                         "wall_s": elapsed_before + elapsed, "precision": "bf16" if bf16 else "fp32", "processes": world}
             if accelerator.is_main_process:
-                with manifested_dir(snapshot_dir(out_dir, done), "snapshot") as work, quiet_transformers():
-                    model.save_pretrained(work / "model")
+                with manifested_dir(snapshot_dir(out_dir, done), "snapshot") as work:
+                    save_model_folder(model, work / "model", done, done * tokens_per_step, tokenizer, card)
                     write_json(work / "result.json", snapshot)
         if done % cfg.checkpoint_every == 0 or done == cfg.steps or done in cfg.snapshot_steps:
             accelerator.wait_for_everyone()
@@ -519,8 +535,8 @@ def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_
     }
     if accelerator.is_main_process:
         curve.close()
-        with manifested_dir(out_dir / "model", "final model") as work, quiet_transformers():
-            model.save_pretrained(work)
+        with manifested_dir(out_dir / "model", "final model") as work:
+            save_model_folder(model, work, cfg.steps, cfg.steps * tokens_per_step, tokenizer, card)
         with explain_disk_full(f"result {out_dir / 'result.json'}"):
             write_json(out_dir / "result.json", result)
             write_manifest(out_dir, ("result.json", "curve.jsonl", f"model/{MANIFEST}"))

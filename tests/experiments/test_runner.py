@@ -253,3 +253,21 @@ def test_snapshots_are_budgets_with_their_own_artifacts(runner, profile):
     assert scaled.ensure_analysis("ape-learned", 0, 2).payload == short.ensure_analysis("ape-learned").payload
     with pytest.raises(Exception, match="no model is kept at step 3; kept: 2, 4"):
         scaled.ensure_analysis("ape-learned", 0, 3)
+
+
+def test_a_pretrained_folder_holds_its_tokenizer_and_a_card_of_its_training(runner):
+    from transformers import AutoTokenizer
+
+    model = runner.trained_model("ape-learned")
+    folder = runner.model_dir("ape-learned")
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    assert tokenizer.get_vocab() == runner.tokenizer.get_vocab()
+    card = (folder / "README.md").read_text()
+    assert "## Training" in card and "| profile | `test`" in card and "| steps | 4 |" in card
+    assert "| pretraining seed | 0 |" in card and "text given directly" in card
+    ids = tokenizer("the film was [MASK]", return_tensors="pt")
+    assert model(**ids).logits.shape[-1] == len(tokenizer)
+    from transformers import pipeline
+
+    filled = pipeline("fill-mask", model=str(folder))("the film was [MASK]")
+    assert len(filled) == 5 and all(f["token_str"] in tokenizer.get_vocab() for f in filled)
