@@ -167,7 +167,7 @@ for name in variants:
            "Chen locality": chen_locality(phi), "Chen symmetry": chen_symmetry(phi)}
     if parsed.absolute:
         ape_grams[name] = proximity(model, "ape", length=length)
-    if parsed.relative and parsed.relative.startswith("rpe-"):
+    if parsed.has_offset_table:
         rpe_grams[name] = proximity(model, "rpe", length=length)
     rows.append(row)
 

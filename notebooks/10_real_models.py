@@ -86,7 +86,7 @@ book.glue("n_project", len(project))
 book.glue("project_positions", min((g.shape[0] for g in project.values()), default=0))
 reasons = {}  # one reason, the models it skipped
 for m in skipped:
-    reasons.setdefault(m.skipped.split(";")[0].removeprefix("skipped: "), []).append(m.name)
+    reasons.setdefault(m.reason, []).append(m.name)
 book.glue("skipped_text", "; ".join(f"{', '.join(names)} ({reason})" for reason, names in reasons.items()) or "none")
 pd.DataFrame({"value": params})
 

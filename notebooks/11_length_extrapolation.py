@@ -236,7 +236,7 @@ def family(variant: str) -> str:
         return "no PE or APE only"
     if parsed.absolute is not None:
         return "APE + relative"
-    return "RPE (Shaw / NEZHA)" if parsed.relative.startswith("rpe-") else "RoPE, ALiBi, T5 bias"
+    return "RPE (Shaw / NEZHA)" if parsed.has_offset_table else "RoPE, ALiBi, T5 bias"
 
 
 panels = [f for f in ("no PE or APE only", "RPE (Shaw / NEZHA)", "APE + relative", "RoPE, ALiBi, T5 bias")

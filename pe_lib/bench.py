@@ -41,6 +41,11 @@ SECTIONS = ("hf", "variants", "relative", "mfu", "smoke", "profile")
 BENCH_VARIANTS = PE_VARIANTS + ("rpe-learned+untie-cls",)
 
 
+#: torch threads of every measurement: the cores of the machines this project runs on (the worker
+#: processes of the relative-attention section set it too); the JSON records it as torch_threads.
+THREADS = 2
+
+
 @dataclass
 class BenchConfig:
     layers: int = 4
@@ -49,7 +54,6 @@ class BenchConfig:
     vocab: int = 8000
     batch: int = 32
     seq: int = 128
-    threads: int = 2
     rounds: int = 5  # timed steps per contender (after one warm-up step)
 
 
@@ -156,7 +160,7 @@ def naive_relative(q: torch.Tensor, k: torch.Tensor, table: torch.Tensor, clip: 
 def _relative_worker(kind: str, n: int, batch: int, heads: int, head_dim: int, clip: int, queue) -> None:
     """Run in a fresh process: time forward+backward of one implementation, report its peak RSS
     growth over the resident set at the start (Linux /proc; the peak mark is reset first)."""
-    torch.set_num_threads(2)
+    torch.set_num_threads(THREADS)
     from pe_lib.positions import LearnedRPE
 
     config = PEBertConfig(hidden_size=heads * head_dim, num_attention_heads=heads, rpe_max_distance=clip, rpe_key_query=True)
@@ -385,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", help="also write the results to this JSON file (atomically)")
     args = parser.parse_args(argv)
-    torch.set_num_threads(2)
+    torch.set_num_threads(THREADS)
     result: dict = {"machine": machine(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     from pe_lib.experiments.store import git_commit
 

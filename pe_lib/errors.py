@@ -21,6 +21,14 @@ class InputError(PeLibError, ValueError):
     that cannot be read, data too small for what was asked. The message names the valid choices."""
 
 
+class PositionOutOfRange(InputError):
+    """An input longer than an absolute position embedding's table (``position`` >= ``maximum``)."""
+
+    def __init__(self, message: str, position: int, maximum: int):
+        super().__init__(message)
+        self.position, self.maximum = position, maximum
+
+
 class CorruptFileError(PeLibError, ValueError):
     """A file does not match its sha256 manifest (or the manifest is missing or unreadable)."""
 

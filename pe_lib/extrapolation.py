@@ -46,7 +46,6 @@ caught; any other error propagates.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -54,6 +53,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from pe_lib.errors import PositionOutOfRange
 from pe_lib.training.pretrain import (
     MLMData,
     autocast,
@@ -66,7 +66,6 @@ OK, CANNOT_RUN = "ok", "cannot run"
 MASK_PURPOSE = 3  # step_seed purpose of the extrapolation masks (pretraining: 0 train, 1 dropout, 2 eval)
 BATCH_TOKENS = 8192  # tokens per forward pass (rows = BATCH_TOKENS // L, at least 1)
 BUCKETS_PER_LENGTH = 4  # default bucket width: pretraining length / 4
-_TOO_LONG = re.compile(r"position \d+ is beyond the maximum of \d+ positions")
 
 
 # ----------------------------------------------------------------------------- data
@@ -97,11 +96,6 @@ def scored_prefix(n_tokens: int, lengths: Sequence[int]) -> int:
 
 
 # ----------------------------------------------------------------------------- evaluation
-
-
-def is_too_long(error: ValueError) -> bool:
-    """Whether ``error`` is the absolute PE's "position N is beyond the maximum of M positions"."""
-    return bool(_TOO_LONG.search(str(error)))
 
 
 @torch.no_grad()
@@ -182,9 +176,7 @@ def length_extrapolation(model, data: MLMData, lengths: Sequence[int], tokens: i
         head = {"length": int(length), "multiplier": length / train_length}
         try:
             losses, positions = token_losses(model, inputs, labels, length, cls_id, sep_id, bf16, batch_tokens)
-        except ValueError as error:
-            if not is_too_long(error):
-                raise
+        except PositionOutOfRange as error:  # an absolute PE with too few positions
             records.append({**head, "status": CANNOT_RUN, "reason": str(error).splitlines()[0]})
             continue
         reference = losses if i == 0 else reference

@@ -42,7 +42,7 @@ import torch
 import torch.nn as nn
 from transformers import initialization as init
 
-from pe_lib.errors import InputError
+from pe_lib.errors import InputError, PositionOutOfRange
 from pe_lib.sinusoid import frequencies
 
 # ----------------------------------------------------------------------------- registry
@@ -74,6 +74,16 @@ class Variant:
     def name(self) -> str:
         parts = [p for p in (self.absolute, self.relative) if p] + ([UNTIE_CLS] if self.untie_cls else [])
         return "+".join(parts) if parts else "none"
+
+    @property
+    def is_absolute(self) -> bool:
+        """Whether the variant adds an absolute PE to the input."""
+        return self.absolute is not None
+
+    @property
+    def has_offset_table(self) -> bool:
+        """Whether its relative kind is a table of offset vectors (the paper's RPEs), as its class declares."""
+        return self.relative is not None and _REGISTRY[self.relative].has_offset_table
 
 
 def parse_variant(name: str) -> Variant:
@@ -165,6 +175,7 @@ class PositionEmbedding(nn.Module):
     name: ClassVar[str]
     integration: ClassVar[str]
     per_layer: ClassVar[bool] = False  # True: every layer owns an instance (RPE); False: one per model
+    has_offset_table: ClassVar[bool] = False  # True: a table of offset vectors r_m (Shaw-style rpe-*)
 
     def reset_tensors(self) -> None:
         """(Re)initialise this module's own tensors. Uses ``transformers.initialization`` so that,
@@ -199,10 +210,10 @@ class AbsolutePE(PositionEmbedding):
 
     def forward(self, position_ids: torch.Tensor) -> torch.Tensor:  # (B, n) -> (B, n, H)
         if self.max_positions is not None and int(position_ids.max()) >= self.max_positions:
-            raise ValueError(
+            raise PositionOutOfRange(
                 f"{self.name}: position {int(position_ids.max())} is beyond the maximum of "
                 f"{self.max_positions} positions (max_position_embeddings); use a shorter input "
-                "or a relative/sinusoidal variant"
+                "or a relative/sinusoidal variant", int(position_ids.max()), self.max_positions
             )
         if bool((position_ids == position_ids[:1]).all()):  # the usual case: every row the same positions
             # One lookup per position, broadcast over the batch: the table's gradient is then a sum
@@ -307,6 +318,7 @@ class OffsetTableRPE(RelativePE):
 
     integration = "bias"
     per_layer = True
+    has_offset_table = True
 
     def __init__(self, config):
         super().__init__()

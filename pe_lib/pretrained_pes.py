@@ -58,7 +58,11 @@ _SKIP_CHUNK = 1 << 20
 
 
 class HubModelUnavailable(SourceUnavailable):
-    """A hub model could not be loaded (offline, unreachable, or not found); the message says why."""
+    """A hub model could not be loaded (offline, unreachable, or not found); ``reason`` says why."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
 
 
 # ----------------------------------------------------------------------------- file formats
@@ -385,7 +389,8 @@ def read_position_table(name: str, cache_dir: str | os.PathLike[str] | None = No
 
 def _hub_unavailable(hub_id: str, reason: str) -> HubModelUnavailable:
     return HubModelUnavailable(f"hub model {hub_id!r}: skipped: {reason}; fix: run online (unset "
-                               "HF_HUB_OFFLINE/HF_DATASETS_OFFLINE, reach huggingface.co) or use a packaged model")
+                               "HF_HUB_OFFLINE/HF_DATASETS_OFFLINE, reach huggingface.co) or use a packaged model",
+                               reason)
 
 
 def _check_hub(hub_id: str) -> None:
@@ -473,7 +478,8 @@ class Loaded:
     name: str
     matrix: np.ndarray | None = None
     info: MatrixInfo | None = None
-    skipped: str | None = None
+    skipped: str | None = None  # the whole sentence, for a table
+    reason: str | None = None  # why it was skipped, in a few words (e.g. "offline")
 
 
 def load_models(names: Sequence[str], cache_dir: str | os.PathLike[str] | None = None) -> list[Loaded]:
@@ -488,8 +494,8 @@ def load_models(names: Sequence[str], cache_dir: str | os.PathLike[str] | None =
         try:
             loaded.append(Loaded(name, *load_hub_matrix(name)))
         except HubModelUnavailable as exc:
-            reason = str(exc).split(": ", 1)[1].split("; fix:")[0]  # "skipped: offline (...)"
-            loaded.append(Loaded(name, skipped=f"{reason}; not a packaged model ({', '.join(packaged_names())})"))
+            loaded.append(Loaded(name, skipped=f"skipped: {exc.reason}; not a packaged model ({', '.join(packaged_names())})",
+                                 reason=exc.reason))
     return loaded
 
 

@@ -377,7 +377,6 @@ def proximity(model, kind: str = "ape", length: int | None = None, layer: int = 
     """
     import torch
 
-    from pe_lib.positions import OffsetTableRPE
     from pe_lib.probing import base_encoder, identical_word_attention
 
     if kind not in PROXIMITY_KINDS:
@@ -395,7 +394,7 @@ def proximity(model, kind: str = "ape", length: int | None = None, layer: int = 
             vectors = ape(torch.arange(n)[None])[0]  # (n, H); refuses n beyond the APE's maximum
         else:
             rpe = encoder.relative_for(layer)
-            if not isinstance(rpe, OffsetTableRPE):
+            if rpe is None or not rpe.has_offset_table:
                 raise ValueError(f"variant {variant!r} has no relative offset vectors (kind='rpe' needs rpe-*)")
             k = rpe.max_distance if length is None else min(rpe.max_distance, length // 2)
             vectors = rpe.table(k)  # (2k+1, d)

@@ -43,15 +43,9 @@ import pandas as pd
 from pe_lib.experiments.stats import (AT_CHANCE, CONTRADICTED, LEVELS, NOT_TESTED, SUPPORTED, UNDECIDED,
                                       VARIANCE_UNKNOWN, Claim, Comparison, assess, assess_claims, best_on,
                                       compare_family, comparison_table, variance_table)
+from pe_lib.experiments.profiles import COMBINATIONS, PAPER_VARIANTS, SINGLE_PES  # noqa: F401 (the chapters' names)
 from pe_lib.positions import parse_variant
 
-#: The paper's six basic position embeddings (no "none", no combination).
-SINGLE_PES = ("ape-learned", "ape-sin", "ape-sin-learned", "rpe-learned", "rpe-sin", "rpe-sin-learned")
-#: The paper's APE + RPE combinations.
-COMBINATIONS = ("ape-learned+rpe-learned", "ape-learned+rpe-sin-learned", "ape-sin-learned+rpe-learned",
-                "ape-sin-learned+rpe-sin-learned")
-#: The paper's variants: no PE, the six basic ones, the combinations.
-PAPER_VARIANTS = ("none",) + SINGLE_PES + COMBINATIONS
 NOT_SIGNIFICANT = "not decidable: correlation not significant"
 TOO_FEW = "not decidable: too few variants"
 #: Indicator columns, in the order tables show them.
@@ -87,8 +81,7 @@ def resolve_variants(requested: Sequence[str], default: Sequence[str]) -> list[s
 
 def has_offset_table(variant: str) -> bool:
     """Whether the variant has a learned or sinusoidal table of offset vectors (``rpe-*``)."""
-    relative = parse_variant(variant).relative
-    return bool(relative and relative.startswith("rpe-"))
+    return parse_variant(variant).has_offset_table
 
 
 # ----------------------------------------------------------------------------- pretraining

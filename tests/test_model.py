@@ -10,6 +10,7 @@ from pe_lib import (
     all_variants,
     parse_variant,
 )
+from pe_lib.errors import PositionOutOfRange
 from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM
 
 UNTIED = ("rpe-learned+untie-cls", "rpe-sin+untie-cls", "alibi+untie-cls", "t5-bias+untie-cls",
@@ -119,8 +120,15 @@ def test_question_answering_logits_and_loss(make_config):
 
 def test_ape_refuses_sequences_beyond_its_maximum(make_config):
     model = PEBertModel(make_config("ape-learned+rpe-learned", max_position_embeddings=12))
-    with pytest.raises(ValueError, match="beyond the maximum of 12 positions"):
+    with pytest.raises(PositionOutOfRange, match="beyond the maximum of 12 positions") as caught:
         model(torch.randint(5, 64, (1, 13)))
+    assert (caught.value.position, caught.value.maximum) == (12, 12)
+
+
+def test_variants_declare_what_they_have():
+    assert parse_variant("ape-sin+rpe-learned").has_offset_table and parse_variant("rpe-sin").has_offset_table
+    assert not any(parse_variant(v).has_offset_table for v in ("rope", "alibi", "t5-bias", "ape-learned", "none"))
+    assert parse_variant("ape-sin-learned+alibi").is_absolute and not parse_variant("rpe-learned").is_absolute
 
 
 @pytest.mark.parametrize("variant", ["rpe-learned", "rpe-sin", "rpe-sin-learned", "rope", "alibi", "t5-bias", "ape-sin"])

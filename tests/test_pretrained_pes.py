@@ -219,6 +219,7 @@ def test_hub_model_offline_fails_fast_naming_it(monkeypatch, empty_hf_cache):
     assert "'bert-base-uncased'" in message and "skipped: offline" in message and "\n" not in message
     (skipped,) = pes.load_models(["gpt2"])  # a name that is not packaged is a hub id
     assert skipped.matrix is None and skipped.skipped.startswith("skipped: offline")
+    assert skipped.reason.startswith("offline") and skipped.skipped == f"skipped: {skipped.reason}; " + skipped.skipped.split("; ", 1)[1]
     assert "not a packaged model (all-minilm-l6-v2" in skipped.skipped  # helps with a typo
 
 

@@ -21,10 +21,9 @@ def configure(parser) -> None:
 
 
 def available_kinds(model) -> list[str]:
-    from pe_lib.positions import OffsetTableRPE
-
     kinds = ["ape"] if model.embeddings.position is not None else []
-    if isinstance(model.relative_for(0), OffsetTableRPE):
+    relative = model.relative_for(0)
+    if relative is not None and relative.has_offset_table:
         kinds.append("rpe")
     return kinds + ["probe"]
 

@@ -16,12 +16,13 @@ from pe_lib.errors import InputError
 from pe_lib.training.finetune import FinetuneConfig
 from pe_lib.training.pretrain import PretrainConfig
 
-#: The paper's six PEs, no PE, and its APE+RPE combinations.
-PAPER_VARIANTS = (
-    "none", "ape-learned", "ape-sin", "ape-sin-learned", "rpe-learned", "rpe-sin", "rpe-sin-learned",
-    "ape-learned+rpe-learned", "ape-learned+rpe-sin-learned", "ape-sin-learned+rpe-learned",
-    "ape-sin-learned+rpe-sin-learned",
-)
+#: The paper's six basic position embeddings (no "none", no combination).
+SINGLE_PES = ("ape-learned", "ape-sin", "ape-sin-learned", "rpe-learned", "rpe-sin", "rpe-sin-learned")
+#: The paper's APE + RPE combinations.
+COMBINATIONS = ("ape-learned+rpe-learned", "ape-learned+rpe-sin-learned", "ape-sin-learned+rpe-learned",
+                "ape-sin-learned+rpe-sin-learned")
+#: The paper's variants: no PE, the six basic ones, the combinations (the one home of these lists).
+PAPER_VARIANTS = ("none",) + SINGLE_PES + COMBINATIONS
 MODERN_VARIANTS = ("rope", "alibi", "t5-bias")
 #: The paper's learnable RPEs with [CLS] untied from positions (TUPE): the test of its [CLS] hypothesis.
 UNTIED_VARIANTS = ("rpe-learned+untie-cls", "rpe-sin-learned+untie-cls")

@@ -27,7 +27,7 @@ from pe_lib.experiments.store import Artifact, Store, git_commit
 from pe_lib.extrapolation import BUCKETS_PER_LENGTH, length_extrapolation
 from pe_lib.io import content_key, manifested_dir, remove_stale_parts, verified
 from pe_lib.model import PEBertConfig, PEBertForMaskedLM, quiet_transformers
-from pe_lib.positions import OffsetTableRPE, parse_variant
+from pe_lib.positions import parse_variant
 from pe_lib.probing import identical_word_attention
 from pe_lib.properties import chen_locality, chen_symmetry, indicators
 from pe_lib.training.finetune import finetune
@@ -471,7 +471,7 @@ def analyse(model: PEBertForMaskedLM, seq_len: int, probe: dict) -> tuple[dict, 
             if hasattr(ape, "freqs"):
                 arrays["ape_freqs"] = ape.freqs.double().numpy()
         rpe = encoder.relative_for(0)
-        if isinstance(rpe, OffsetTableRPE):
+        if rpe is not None and rpe.has_offset_table:
             k = min(rpe.max_distance, seq_len - 1)
             table = rpe.table(k)  # (2k+1, d)
             arrays["rpe"] = (table @ table.T).double().numpy()
