@@ -10,6 +10,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from support import StoreLockHolder, tmpfs
 from transformers import BertTokenizer
 
 from pe_lib import PEBertForMaskedLM
@@ -110,11 +111,7 @@ def read_only(tmp_path):
         yield folder
         folder.chmod(0o755)
         return
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(folder)], capture_output=True, text=True)
-    if done.returncode:
-        pytest.skip(f"root cannot make a read-only folder here: {done.stderr.strip()}")
-    yield folder
-    subprocess.run(["umount", str(folder)], check=True)
+    yield from tmpfs(folder, "ro,size=1m")
 
 
 def test_a_read_only_cache(read_only, capsys, tmp_path):
@@ -141,17 +138,9 @@ def test_an_offline_task_without_a_packaged_copy(make_config, capsys, tmp_path):
 
 
 def test_the_store_lock_held_by_another_process(folders, capsys, tmp_path):
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import time; from pe_lib.experiments.store import Store\n"
-        f"with Store({str(tmp_path / 'results')!r}, 'smoke').lock():\n"
-        "    print('locked', flush=True); time.sleep(30)")], stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with StoreLockHolder(tmp_path / "results") as pid:
         line = one_line(capsys, ["run", *folders])
-    finally:
-        holder.kill()
-        holder.wait()
-    assert f"the artifact store {tmp_path}/results/smoke is in use by another run (pid {holder.pid})" in line
+    assert f"the artifact store {tmp_path}/results/smoke is in use by another run (pid {pid})" in line
 
 
 class Trap:

@@ -20,7 +20,7 @@ def runner(tmp_path, monkeypatch):
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
     rng = np.random.default_rng(0)
     lines = [" ".join(rng.choice(WORDS, 14)) for _ in range(40)]
-    monkeypatch.setattr(Runner, "corpus", SimpleNamespace(folder=tmp_path / "corpus-test", lines=lambda split: lines))
+    monkeypatch.setattr(Runner, "corpus", SimpleNamespace(folder=tmp_path / "corpus-test", origin="test", lines=lambda split: lines))
     profile = dataclasses.replace(
         SMOKE, name="test", variants=("ape-learned",), model=dict(SMOKE.model, hidden_size=16, intermediate_size=32),
         pretrain=PretrainConfig(steps=2, batch_size=4, log_every=1, eval_every=2, eval_batches=1, checkpoint_every=2,

@@ -1,12 +1,11 @@
 """A full disk: one DiskFullError saying what was being written and where, no temporary left
 behind, earlier files intact, and the rerun (with space) ends as an uninterrupted run."""
 import errno
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from support import tmpfs
 from safetensors import SafetensorError
 
 import pe_lib.training.pretrain as pretrain_module
@@ -74,13 +73,7 @@ def small_tmpfs(tmp_path):
     """A 3 MB tmpfs (needs root and mount; skipped elsewhere, where the patched tests above run)."""
     mount = tmp_path / "tmpfs"
     mount.mkdir()
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("mounting a tmpfs needs root")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)], capture_output=True, text=True)
-    if done.returncode:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    yield mount
-    subprocess.run(["umount", str(mount)], check=True)
+    yield from tmpfs(mount, "size=3m")
 
 
 def test_a_real_full_disk_during_pretraining(make_config, tmp_path, small_tmpfs):

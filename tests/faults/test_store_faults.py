@@ -2,12 +2,11 @@
 import errno
 import json
 import pickle
-import subprocess
-import sys
 import time
 import warnings
 
 import pytest
+from support import StoreLockHolder
 
 from pe_lib.experiments import store as store_module
 from pe_lib.experiments.store import Store
@@ -16,18 +15,10 @@ from pe_lib.io import LockedError, sha256_file, write_json
 
 def test_a_second_run_on_the_same_store_gets_a_clear_error(tmp_path):
     store = Store(tmp_path, "smoke")
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; from pe_lib.experiments.store import Store\n"
-        f"with Store({str(tmp_path)!r}, 'smoke').lock():\n"
-        "    print('locked', flush=True); time.sleep(30)")], stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
-        with pytest.raises(LockedError, match=rf"artifact store {tmp_path}/smoke is in use by another run \(pid {holder.pid}\)"):
+    with StoreLockHolder(tmp_path) as pid:
+        with pytest.raises(LockedError, match=rf"artifact store {tmp_path}/smoke is in use by another run \(pid {pid}\)"):
             with store.lock():
                 pass
-    finally:
-        holder.kill()
-        holder.wait()
     time.sleep(0.1)
     with store.lock(), store.lock():  # free again, and re-entrant within a process
         pass
