@@ -61,7 +61,7 @@ names = report.resolve_variants(variants, runner.profile.variants)  # raises on 
 book.glue("profile_name", profile)
 book.glue("profile_description", runner.profile.description)
 book.glue("n_variants", len(names))
-pd.DataFrame({"value": params})
+report.data_used(params, runner)
 
 # %%
 artifacts = {name: runner.ensure_pretrained(name) for name in names}

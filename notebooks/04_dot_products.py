@@ -69,7 +69,7 @@ names = report.resolve_variants(variants, runner.profile.variants)
 book.glue("profile_name", profile)
 book.glue("window", window)
 book.glue("small_offset", small_offset)
-pd.DataFrame({"value": params})
+report.data_used(params, runner)
 
 # %%
 PANELS = [("a", "ape-learned", "ape"), ("b", "ape-learned+rpe-learned", "ape"), ("c", "ape-sin-learned", "ape"),

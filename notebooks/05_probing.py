@@ -64,7 +64,7 @@ book.glue("profile_name", profile)
 book.glue("probe_length", runner.profile.probe["length"])
 book.glue("probe_words", runner.profile.probe["n_words"])
 book.glue("layer_number", layer + 1)
-pd.DataFrame({"value": params})
+report.data_used(params, runner)
 
 # %%
 analyses = {name: runner.ensure_analysis(name) for name in names}

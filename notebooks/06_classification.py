@@ -70,7 +70,7 @@ book.glue("profile_name", profile)
 book.glue("n_seeds", len(seed_list))
 book.glue("n_variants", len(names))
 book.glue("split", split)
-pd.DataFrame({"value": params})
+report.data_used(params, runner, specs)
 
 # %% [markdown]
 # ## The tasks

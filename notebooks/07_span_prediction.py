@@ -65,7 +65,7 @@ seed_list = list(seeds or runner.profile.seeds)
 book.glue("profile_name", profile)
 book.glue("n_seeds", len(seed_list))
 book.glue("split", split)
-pd.DataFrame({"value": params})
+report.data_used(params, runner, specs)
 
 # %% [markdown]
 # ## The tasks

@@ -84,7 +84,7 @@ book.glue("split", split)
 book.glue("alpha", alpha)
 book.glue("classification_tasks", ", ".join(classification_tasks) or "none")
 book.glue("span_tasks", ", ".join(span_tasks) or "none")
-pd.DataFrame({"value": params})
+report.data_used(params, runner, specs)
 
 # %%
 payloads = {name: runner.ensure_analysis(name).payload for name in names}

@@ -88,7 +88,7 @@ reasons = {}  # one reason, the models it skipped
 for m in skipped:
     reasons.setdefault(m.reason, []).append(m.name)
 book.glue("skipped_text", "; ".join(f"{', '.join(names)} ({reason})" for reason, names in reasons.items()) or "none")
-pd.DataFrame({"value": params})
+report.data_used(params, runner)
 
 # %% [markdown]
 # ## Where the matrices come from

@@ -76,7 +76,7 @@ runner = report.open_runner(profile, results)
 names = report.resolve_variants(variants, runner.profile.variants)  # raises on an unknown variant
 book.glue("profile_name", profile)
 book.glue("n_variants", len(names))
-pd.DataFrame({"value": params})
+report.data_used(params, runner)
 
 # %%
 artifacts = {name: runner.ensure_extrapolation(name) for name in names}

@@ -96,7 +96,7 @@ book.glue("reference", reference)
 book.glue("n_seeds", len(seed_list))
 book.glue("seed_design", report.seed_design(runner.profile.with_overrides(seeds=tuple(seed_list)), compared))
 book.glue("pairs_text", "; ".join(f"{u} against {t}" for u, t in pairs.items()))
-pd.DataFrame({"value": params})
+report.data_used(params, runner, all_tasks)
 
 # %% [markdown]
 # ## Scores

@@ -80,7 +80,7 @@ book.glue("schedule", cfg.schedule)
 book.glue("layer_norm", runner.profile.model.get("layer_norm", "post"))
 book.glue("threshold", scale.DIAGONAL_THRESHOLD)
 book.glue("margin", scale.CHANCE_MARGIN)
-pd.DataFrame({"value": params})
+report.data_used(params, runner, specs)
 
 # %% [markdown]
 # ## The recipe, and what was tried

@@ -71,6 +71,19 @@ def open_runner(profile: str, results: str = "results"):
 # ----------------------------------------------------------------------------- variants
 
 
+def data_used(params: Mapping, runner, tasks: Iterable[str] = ()) -> pd.DataFrame:
+    """A chapter's parameters table, with the data its results come from: the pretraining corpus
+    (``packaged``: offline analogues from pinned packages; ``hub``: the paper's data from the
+    HuggingFace hub) and the origin of each of ``tasks``. Online and offline runs differ here, so
+    a reader (on Colab, say) knows why numbers differ from the published book."""
+    corpus = runner.corpus
+    sources = ", ".join(corpus.card.get("sources", {})) or corpus.origin
+    rows = {**{name: repr(value) for name, value in params.items()},
+            "data: pretraining text": f"{corpus.origin} ({sources})"}
+    rows.update({f"data: task {t}": runner.task(t).origin for t in tasks})
+    return pd.DataFrame({"value": rows})
+
+
 def resolve_variants(requested: Sequence[str], default: Sequence[str]) -> list[str]:
     """Canonical variant names: ``requested`` (validated by :func:`pe_lib.parse_variant`, which
     raises a ValueError naming the valid ones) or, when it is empty, ``default``. Duplicates are

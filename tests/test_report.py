@@ -323,3 +323,14 @@ def test_seed_design_in_words():
         "3 pretraining seed(s) for none, rpe-sin; 1 for the other 3 variant(s); "
         "3 fine-tuning seed(s) on each pretrained model")
     assert report.seed_design(profile, ["ape-sin"]).startswith("1 pretraining seed(s) for every variant")
+
+
+def test_data_used_says_where_the_corpus_and_each_task_came_from():
+    from types import SimpleNamespace
+
+    runner = SimpleNamespace(corpus=SimpleNamespace(origin="packaged", card={"sources": {"austen": {}, "kjv": {}}}),
+                             task=lambda t: SimpleNamespace(origin={"sst2": "packaged:sentiment", "cola": "hub:nyu-mll/glue"}[t]))
+    table = report.data_used({"profile": "cpu", "seeds": [0, 1]}, runner, ["sst2", "cola"])
+    assert table.loc["profile", "value"] == "'cpu'" and table.loc["seeds", "value"] == "[0, 1]"
+    assert table.loc["data: pretraining text", "value"] == "packaged (austen, kjv)"
+    assert table.loc["data: task cola", "value"] == "hub:nyu-mll/glue"
