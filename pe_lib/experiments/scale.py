@@ -97,9 +97,18 @@ def classification_average(runner: Runner, variant: str, p: int, steps: int, tas
 
 
 def baseline_average(runner: Runner, tasks: Sequence[str], name: str) -> float:
-    """The test classification average (percent) of a stored baseline (``constant``, ``bag of words``)."""
-    return float(np.mean([100.0 * task_score(runner.ensure_baselines(t).payload["baselines"][name]["test"])
-                          for t in tasks])) if tasks else math.nan
+    """The test classification average (percent) of a stored baseline (``constant``, ``bag of
+    words``); NaN unless it is stored for every task."""
+    found = [runner.store.load(Runner.BASELINES, f"baselines-{t}", runner.baselines_config(t)) for t in tasks]
+    if not tasks or any(f is None for f in found):
+        return math.nan
+    return float(np.mean([100.0 * task_score(f.payload["baselines"][name]["test"]) for f in found]))
+
+
+def unigram_loss(runner: Runner) -> float:
+    """The stored unigram validation loss (NaN when it is not stored yet)."""
+    found = runner.store.load(Runner.BASELINES, "unigram", runner.unigram_config())
+    return float(found.payload["validation_loss"]) if found is not None else math.nan
 
 
 def criteria_at(models: pd.DataFrame, constant: float) -> dict:
@@ -118,7 +127,8 @@ def criteria_at(models: pd.DataFrame, constant: float) -> dict:
         "b": bool(min(mono) >= DIAGONAL_THRESHOLD) if not any(map(math.isnan, mono)) else None,
         "best_variant": best,
         "best_classification": float(means.loc[best, "classification_test"]) if best is not None else math.nan,
-        "c": bool(means.loc[best, "classification_test"] - constant >= CHANCE_MARGIN) if best is not None else None,
+        "c": (bool(means.loc[best, "classification_test"] - constant >= CHANCE_MARGIN)
+              if best is not None and not math.isnan(constant) else None),
     }
 
 
@@ -135,7 +145,7 @@ def compute(runner: Runner, variants: Sequence[str], tasks: Sequence[str]) -> Sc
     passing = criteria[(criteria.a == True) & (criteria.b == True) & (criteria.c == True)]  # noqa: E712 (None stays out)
     planned = [a for a in runner.plan(list(variants), list(tasks)) if a.variant != Runner.BASELINES]
     return ScaleStudy(
-        models=models, criteria=criteria, unigram_loss=float(runner.ensure_unigram().payload["validation_loss"]),
+        models=models, criteria=criteria, unigram_loss=unigram_loss(runner),
         constant=constant, bag_of_words=baseline_average(runner, tasks, "bag of words"),
         stored=sum(a.stored for a in planned), planned=len(planned),
         smallest_budget=int(passing.tokens.min()) if len(passing) else None,
