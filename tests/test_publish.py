@@ -96,7 +96,7 @@ def test_a_colab_notebook_runs_in_a_fresh_environment_from_a_clone(tmp_path):
     colab = tmp_path / "colab"
     colab.mkdir()
     nb = publish.colab_notebook(ROOT / "notebooks" / "09_performance.py", str(origin), head,
-                                book.BOOK_PROFILES["smoke"]["09_performance"])
+                                book.BOOK_PROFILES["smoke"].get("09_performance", {}))
     nbformat.write(nb, colab / "09_performance.ipynb")
     result = subprocess.run([str(python), "-m", "papermill", "09_performance.ipynb", "out.ipynb", "-k", "python3",
                              "--no-progress-bar"], cwd=colab, capture_output=True, text=True)
