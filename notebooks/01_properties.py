@@ -66,7 +66,7 @@ n_words: int = 50  # random words averaged in identical-word probing
 window: int = 8  # offsets 1..window for local monotonicity
 seed: int = 0  # seed of the random initialisation and of the probing words
 
-# %%
+# %% tags=["hide-input"]
 params = book.check_notebook_parameters(globals())
 for name in variants:
     parse_variant(name)  # raises ValueError naming the valid variants
@@ -105,7 +105,7 @@ pd.DataFrame({"value": params})
 # probing studies {cite}`wang2020position` and the locality and symmetry indicators of
 # {cite:t}`chen2023locality` look at the same questions from other angles.
 
-# %%
+# %% tags=["hide-input"]
 YES, NO, LOCAL = "✓", "✗", "local"
 theory = pd.DataFrame(
     [
@@ -146,7 +146,7 @@ theory
 # symmetry (the correlation of $\phi[x, y]$ with $\phi[y, x]$); `chen_locality` and
 # `chen_symmetry` are the attention indicators of {cite:t}`chen2023locality`.
 
-# %%
+# %% tags=["hide-input"]
 def build(variant: str) -> PEBertModel:
     torch.manual_seed(seed)
     config = PEBertConfig(
@@ -187,12 +187,12 @@ gram_table = pd.DataFrame(
 # "n/a": undefined, a constant map has no monotone trend), and {numref}`fig-probe` shows the
 # maps.
 
-# %%
+# %% tags=["hide-input"]
 SHORT = {"monotonicity_local": "local monotonicity", "translation_invariance": "translation inv.",
          "Chen locality": "Chen loc.", "Chen symmetry": "Chen sym."}
 probe_table.rename(columns=SHORT).style.format("{:.3f}", na_rep="n/a").set_table_attributes('class="dataframe"')
 
-# %%
+# %% tags=["hide-input"]
 def value(table, variant, column):
     return float(table.loc[variant, column]) if variant in table.index else math.nan
 
@@ -255,10 +255,10 @@ plt.close(fig)
 # {numref}`fig-gram` shows the maps of the paper's figure at initialisation, and the table below
 # the indicators of $p_x \cdot p_y$ for the absolute embeddings.
 
-# %%
+# %% tags=["hide-input"]
 gram_table.rename(columns=SHORT).style.format("{:.3f}", na_rep="n/a").set_table_attributes('class="dataframe"')
 
-# %%
+# %% tags=["hide-input"]
 book.glue("ape_sin_gram_ti", value(gram_table, "ape-sin", "translation_invariance"))
 book.glue("ape_learned_gram_ti", value(gram_table, "ape-learned", "translation_invariance"))
 book.glue("random_gram_ti", hidden_size / (length + hidden_size))
@@ -297,7 +297,7 @@ plt.close(fig)
 # the first layer (probe length and number of words fixed by the profile) and on the dot products
 # of the absolute position vectors. {ref}`probing` and {ref}`dot-products` show the maps.
 
-# %%
+# %% tags=["hide-input"]
 runner = report.open_runner(profile, results)
 trained_names = [parse_variant(v).name for v in variants if parse_variant(v).name in runner.profile.variants]
 analyses = {v: runner.ensure_analysis(v).payload for v in trained_names}
@@ -315,7 +315,7 @@ trained_probe.rename(columns=SHORT).style.format("{:.3f}", na_rep="n/a").set_tab
 # Identical-word attention after {glue:text}`trained_steps` pretraining steps, for the
 # {glue:text}`n_trained` variants of this chapter that the profile trains (first layer).
 
-# %%
+# %% tags=["hide-input"]
 trained_ape.rename(columns=SHORT).style.format("{:.3f}", na_rep="n/a").set_table_attributes('class="dataframe"')
 
 # %% [markdown]

@@ -73,7 +73,7 @@ base: float = 10000.0  # base of the frequencies, w_i is base^(-2i/D)
 max_offset: int = 128  # largest offset m in the plots
 n_bases: int = 41  # number of bases in the sweep, log-spaced from 10 to 10^6
 
-# %%
+# %% tags=["hide-input"]
 params = book.check_notebook_parameters(globals())
 dims = {"APE": ape_dim, "RPE (one head)": head_dim}
 book.glue("ape_dim", ape_dim)
@@ -90,7 +90,7 @@ pd.DataFrame({"value": params})
 # $D$ = {glue:text}`ape_dim` and $D$ = {glue:text}`head_dim`, base {glue:text}`base:g`. The dots
 # mark integer offsets, the only ones positions can have.
 
-# %%
+# %% tags=["hide-input"]
 m = np.linspace(0, max_offset, 40 * max_offset + 1)
 ints = np.arange(max_offset + 1)
 sns.set_theme(style="whitegrid", context="notebook")
@@ -132,7 +132,7 @@ plt.close(fig)
 # shifts every exponent by one step compared with the code of {cite:t}`vaswani2017attention`
 # ($i = 0, \dots, D/2 - 1$, so $w_0 = 1$); the table gives both.
 
-# %%
+# %% tags=["hide-input"]
 rows = []
 for label, dim in dims.items():
     for first, indexing in [(0, "i = 0..D/2-1 (Vaswani et al.)"), (1, "i = 1..D/2 (the paper)")]:
@@ -169,7 +169,7 @@ ranges.style.format({"real offsets: M": "{:.3f}"}).hide(axis="index").set_table_
 # (b), $\psi_c(m) = \psi(c m)$, so the real-offset range is exactly $M/c$; the integer range
 # follows only roughly.
 
-# %%
+# %% tags=["hide-input"]
 bases = np.geomspace(10.0, 1e6, n_bases)
 scales = np.geomspace(0.05, 2.0, n_bases)
 
@@ -237,7 +237,7 @@ book.glue("best_base_range", int(sweep["APE", "base"][best, 1]))
 # frequencies above and are trained with the rest of the model (without weight decay). The
 # learnable RPE has one set of frequencies per layer; the plots show the first layer's.
 
-# %%
+# %% tags=["hide-input"]
 learned = {}  # name -> (initial, trained) frequencies
 runner = report.open_runner(profile, results)
 for variant in [v for v in runner.profile.variants if "sin-learned" in v and pretrained]:

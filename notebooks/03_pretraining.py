@@ -54,7 +54,7 @@ profile: str = "smoke"  # results profile (smoke, cpu or gpu)
 variants: list[str] = []  # position embeddings to show; empty: the profile's (see `pe-lib variants --all`)
 results: str = "results"  # folder of the artifact store
 
-# %%
+# %% tags=["hide-input"]
 params = book.check_notebook_parameters(globals())
 runner = report.open_runner(profile, results)
 names = report.resolve_variants(variants, runner.profile.variants)  # raises on an unknown variant
@@ -63,7 +63,7 @@ book.glue("profile_description", runner.profile.description)
 book.glue("n_variants", len(names))
 report.data_used(params, runner)
 
-# %%
+# %% tags=["hide-input"]
 artifacts = {name: runner.ensure_pretrained(name) for name in names}
 outcomes = {name: a.payload["result"] for name, a in artifacts.items()}
 first = artifacts[names[0]].provenance
@@ -102,7 +102,7 @@ book.glue("git_commit", ", ".join(sorted({a.provenance["git_commit"][:12] for a 
 # {glue:text}`setup_wall_min:.1f` minutes in all. The table lists these values; the full
 # configuration and provenance of each number are in its artifact (`results/<profile>/`).
 
-# %%
+# %% tags=["hide-input"]
 LABELS = {"hidden_size": "hidden size", "layers": "layers", "heads": "attention heads",
           "intermediate_size": "feed-forward size", "vocab_size": "vocabulary", "seq_len": "sequence length",
           "steps": "steps", "batch_size": "batch (sequences)", "lr": "peak learning rate",
@@ -123,7 +123,7 @@ pd.DataFrame({"value": [f"{setup[k]:,.4g}" if isinstance(setup[k], float) else f
 # (`pe_lib.experiments.baselines`). A model at the unigram loss has learned which words are
 # frequent and nothing about their context.
 
-# %%
+# %% tags=["hide-input"]
 curves = report.curve_frame({name: a.payload["curve"] for name, a in artifacts.items()})
 sns.set_theme(style="whitegrid", context="notebook")
 palette = dict(zip(names, sns.color_palette("tab20", len(names))))
@@ -158,7 +158,7 @@ book.glue("unigram_tokens", unigram["tokens"])
 #
 # ## Final validation loss
 
-# %%
+# %% tags=["hide-input"]
 final = report.final_losses(outcomes, parameters)
 ranked = list(final.index)
 book.glue("best_variant", ranked[0])

@@ -62,7 +62,7 @@ results: str = "results"  # folder of the artifact store
 window: int = 8  # distances 1..window are "near" in the diagonal contrast
 small_offset: int = 2  # largest absolute offset counted as small in the RPE band measures
 
-# %%
+# %% tags=["hide-input"]
 params = book.check_notebook_parameters(globals())
 runner = report.open_runner(profile, results)
 names = report.resolve_variants(variants, runner.profile.variants)
@@ -71,7 +71,7 @@ book.glue("window", window)
 book.glue("small_offset", small_offset)
 report.data_used(params, runner)
 
-# %%
+# %% tags=["hide-input"]
 PANELS = [("a", "ape-learned", "ape"), ("b", "ape-learned+rpe-learned", "ape"), ("c", "ape-sin-learned", "ape"),
           ("d", "ape-sin-learned+rpe-learned", "ape"), ("e", "rpe-learned", "rpe"),
           ("f", "ape-learned+rpe-learned", "rpe")]
@@ -146,7 +146,7 @@ for state in ("trained", "init"):
 # The panels of {numref}`fig-paper-trained` at initialisation, before any pretraining.
 # ```
 
-# %%
+# %% tags=["hide-input"]
 ape_rows, rpe_rows = {}, {}
 for name, artifact in analyses.items():
     payload, arrays = artifact.payload, artifact.arrays
@@ -216,12 +216,12 @@ for alone, combined, key in [("ape-learned", "ape-learned+rpe-learned", "apel"),
 # ($r_a \cdot r_b = r_b \cdot r_a$ too), so the asymmetry of a relative embedding shows in
 # attention ({ref}`probing`), not here.
 
-# %%
+# %% tags=["hide-input"]
 (ape_table.rename(columns=SHORT).style.format("{:.3f}", na_rep="n/a")
  .set_caption("APE: indicators of p_x · p_y after pretraining")
  .set_table_attributes('class="dataframe"'))
 
-# %%
+# %% tags=["hide-input"]
 (rpe_table.rename(columns=SHORT).style.format("{:.3f}", na_rep="n/a")
  .set_caption("RPE: indicators of r_a · r_b after pretraining (first layer)")
  .set_table_attributes('class="dataframe"'))
@@ -268,7 +268,7 @@ for alone, combined, key in [("ape-learned", "ape-learned+rpe-learned", "apel"),
 # {cite}`su2021roformer,press2022train,raffel2020exploring` have neither absolute vectors nor a
 # table of offset vectors; their position signal is only visible in attention ({ref}`probing`).
 
-# %%
+# %% tags=["hide-input"]
 in_paper = {(v, kind) for _, v, kind in PANELS}
 others = [(name, kind) for name in analyses for kind in ("ape", "rpe")
           if f"trained.{kind}" in analyses[name].arrays and (name, kind) not in in_paper]

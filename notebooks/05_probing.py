@@ -53,7 +53,7 @@ variants: list[str] = []  # position embeddings to show; empty: the profile's
 results: str = "results"  # folder of the artifact store
 layer: int = 0  # layer whose attention is shown (0: the first)
 
-# %%
+# %% tags=["hide-input"]
 params = book.check_notebook_parameters(globals())
 runner = report.open_runner(profile, results)
 names = report.resolve_variants(variants, runner.profile.variants)
@@ -66,7 +66,7 @@ book.glue("probe_words", runner.profile.probe["n_words"])
 book.glue("layer_number", layer + 1)
 report.data_used(params, runner)
 
-# %%
+# %% tags=["hide-input"]
 analyses = {name: runner.ensure_analysis(name) for name in names}
 payloads = {name: a.payload for name, a in analyses.items()}
 
@@ -122,7 +122,7 @@ for state in ("trained", "init"):
 # initialisation: pretraining is what the paper's claims are about, and an indicator that does not
 # move was fixed by the embedding's construction.
 
-# %%
+# %% tags=["hide-input"]
 trained = report.indicator_table(payloads, "trained", "probe", layer)
 change = report.indicator_change(payloads, "probe", layer)
 delta = change.xs("change", axis=1, level=1)
@@ -130,12 +130,12 @@ SHORT = {k: v.replace("translation invariance", "translation inv.") for k, v in 
 (trained.rename(columns=SHORT).style.format("{:.3f}", na_rep="n/a")
  .set_caption("Indicators after pretraining").set_table_attributes('class="dataframe"'))
 
-# %%
+# %% tags=["hide-input"]
 (delta.rename(columns=SHORT).style.format("{:+.3f}", na_rep="n/a")
  .background_gradient(cmap="RdBu", vmin=-0.5, vmax=0.5)
  .set_caption("Change from initialisation (after minus before)").set_table_attributes('class="dataframe"'))
 
-# %%
+# %% tags=["hide-input"]
 def value(table, variant, column):
     return float(table.loc[variant, column]) if variant in table.index else math.nan
 

@@ -57,7 +57,7 @@ tasks: list[str] = []  # classification / regression tasks; empty: the profile's
 seeds: list[int] = []  # fine-tuning seeds; empty: the profile's
 split: str = "test"  # split whose scores are shown: test or validation
 
-# %%
+# %% tags=["hide-input"]
 params = book.check_notebook_parameters(globals())
 if split not in ("test", "validation"):
     raise ValueError(f"split must be 'test' or 'validation', got {split!r}")
@@ -85,7 +85,7 @@ report.data_used(params, runner, specs)
 # the test split is GLUE's validation split (GLUE's test labels are hidden) and the validation
 # split is carved from the training data.
 
-# %%
+# %% tags=["hide-input"]
 finetuned, origin, packaged = report.finetuned_with_origins(runner, names, specs, seed_list, split)
 book.glue("packaged_tasks", ", ".join(packaged) if packaged else "none")
 book.glue("hub_tasks", ", ".join(t for t in task_names if t not in packaged) or "none")
@@ -111,7 +111,7 @@ origin.style.set_table_attributes('class="dataframe"')
 #   its regularisation chosen on the validation split. It sees words but no order: a variant that
 #   does not clear it has not shown that it uses the position of the words.
 
-# %%
+# %% tags=["hide-input"]
 kinds = {t: s.meta.kind for t, s in specs.items()}
 records = report.score_records(finetuned, kinds, split)
 per_seed = report.per_seed_scores(records, {"average": task_names})
@@ -124,7 +124,7 @@ book.glue("spread_note", f"each variant was fine-tuned with {len(seed_list)} see
           else "with one seed per variant, as here, the spread is undefined and only the mean is shown")
 report.style_summary(table, exclude=[CONSTANT, BOW])
 
-# %%
+# %% tags=["hide-input"]
 best = report.best_per_column(summary)
 means = summary.xs("mean", axis=1, level=1)
 average = means["average"].dropna().sort_values(ascending=False)
@@ -194,7 +194,7 @@ plt.close(fig)
 # The per-metric means over seeds (before averaging a task's metrics; MCC: Matthews correlation)
 # are below, with the baselines in the last rows.
 
-# %%
+# %% tags=["hide-input"]
 METRICS = {"matthews_correlation": "MCC", "accuracy": "acc.", "f1": "F1", "pearson": "Pearson",
            "spearmanr": "Spearman"}
 (report.metric_means(pd.concat([records, baseline_records])).rename(columns=METRICS, level=1).style.format("{:.1f}", na_rep="—")

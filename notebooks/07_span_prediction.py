@@ -53,7 +53,7 @@ tasks: list[str] = []  # span tasks (squad, squad_v2); empty: the profile's
 seeds: list[int] = []  # fine-tuning seeds; empty: the profile's
 split: str = "test"  # split whose scores are shown: test or validation
 
-# %%
+# %% tags=["hide-input"]
 params = book.check_notebook_parameters(globals())
 if split not in ("test", "validation"):
     raise ValueError(f"split must be 'test' or 'validation', got {split!r}")
@@ -78,7 +78,7 @@ report.data_used(params, runner, specs)
 # not its data, so their scores compare variants of this run with each other, not with published
 # SQuAD numbers.
 
-# %%
+# %% tags=["hide-input"]
 finetuned, origin, packaged = report.finetuned_with_origins(runner, names, specs, seed_list, split)
 book.glue("packaged_tasks", ", ".join(packaged) if packaged else "none")
 book.glue("hub_tasks", ", ".join(t for t in task_names if t not in packaged) or "none")
@@ -104,7 +104,7 @@ origin.style.set_table_attributes('class="dataframe"')
 # question (the sliding-window baseline of the SQuAD paper, one sentence at a time). A sentence is
 # rarely an exact answer (EM near 0), but it earns F1 for the words it shares with the answer.
 
-# %%
+# %% tags=["hide-input"]
 kinds = {t: "span" for t in task_names}
 SHORT = {"exact_match": "EM", "f1": "F1"}
 records = report.score_records(finetuned, kinds, split)
@@ -120,7 +120,7 @@ book.glue("spread_note", f"each variant was fine-tuned with {len(seed_list)} see
           else "with one seed per variant, as here, the spread is undefined and only the mean is shown")
 report.style_summary(pd.concat([summary, baseline_summary]), exclude=RULES)
 
-# %%
+# %% tags=["hide-input"]
 best = report.best_per_column(summary)
 means = summary.xs("mean", axis=1, level=1)
 average = means["average"].dropna().sort_values(ascending=False)

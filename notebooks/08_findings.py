@@ -64,7 +64,7 @@ split: str = "test"  # split whose scores are used: test or validation
 layer: int = 0  # probed layer whose indicators are correlated with the scores
 alpha: float = 0.05  # significance level of the verdicts (familywise per claim) and of the correlations
 
-# %%
+# %% tags=["hide-input"]
 params = book.check_notebook_parameters(globals())
 if split not in ("test", "validation"):
     raise ValueError(f"split must be 'test' or 'validation', got {split!r}")
@@ -86,7 +86,7 @@ book.glue("classification_tasks", ", ".join(classification_tasks) or "none")
 book.glue("span_tasks", ", ".join(span_tasks) or "none")
 report.data_used(params, runner, specs)
 
-# %%
+# %% tags=["hide-input"]
 payloads = {name: runner.ensure_analysis(name).payload for name in names}
 finetuned = report.finetuned_payloads(runner, names, specs, seed_list)
 kinds = {t: s.meta.kind for t, s in specs.items()}
@@ -108,7 +108,7 @@ correlation = report.correlations(indicators, scores)
 # {glue:text}`span_tasks`), both from the {glue:text}`split` split and averaged over seeds. The
 # table gives Spearman's rank correlation $\rho$ across the variants with its two-sided p-value.
 
-# %%
+# %% tags=["hide-input"]
 def kind(variant):
     p = parse_variant(variant)
     if p.absolute and p.relative:
@@ -217,12 +217,12 @@ plt.close(fig)
 # run" is the standard deviation of a single pretraining-plus-fine-tuning run, the unit in which
 # the simulated effects above are measured):
 
-# %%
+# %% tags=["hide-input"]
 components = report.variance_table(per_seed, list(groups) + [t for t in span_tasks if t in per_seed.columns])
 (components.style.format({"tau2": "{:.2f}", "fine-tuning": "{:.2f}", "pretraining": "{:.2f}",
                           "sd of one run": "{:.2f}"}, na_rep="unknown").set_table_attributes('class="dataframe"'))
 
-# %%
+# %% tags=["hide-input"]
 claims = report.paper_claims(span_tasks=span_tasks, selection=validation)
 verdicts = report.assess_claims(claims, per_seed, baselines, alpha)
 indicator_verdicts = report.assess_indicator_claims(correlation, score_columns, alpha)
@@ -258,7 +258,7 @@ book.glue("mde_text", (f"from {undecided.min():.1f} to {undecided.max():.1f} poi
 # {glue:text}`mde_text`. The next table gives the claims about indicators, with Spearman's $\rho$
 # across the $n$ variants and its p-value.
 
-# %%
+# %% tags=["hide-input"]
 (indicator_verdicts[["claim", "rho", "p", "n", "verdict"]].rename(columns={"rho": "ρ"})
  .style.format({"ρ": "{:+.2f}", "p": "{:.3f}"}, na_rep="n/a")
  .set_properties(subset=["claim"], **{"text-align": "left"}).set_table_attributes('class="dataframe"'))
@@ -282,7 +282,7 @@ book.glue("mde_text", (f"from {undecided.min():.1f} to {undecided.max():.1f} poi
 # percentage points) with its Bonferroni interval ("low", "high"), the p-value and Holm's
 # corrected p within the claim, the outcome, the MDE, and where the variance came from.
 
-# %%
+# %% tags=["hide-input"]
 details = report.comparison_table(claims, per_seed, baselines, alpha)
 (details.style.format({"difference": "{:+.2f}", "low": "{:+.2f}", "high": "{:+.2f}", "p": "{:.3f}",
                        "p (Holm)": "{:.3f}", "MDE": "{:.1f}"}, na_rep="n/a").hide(axis="index")

@@ -43,7 +43,7 @@ book.record_names(globals())
 # %% tags=["parameters"]
 bench_json: str = "results/bench.json"  # output of `make bench` (python -m pe_lib.bench --json ...)
 
-# %%
+# %% tags=["hide-input"]
 params = book.check_notebook_parameters(globals())
 path = Path(bench_json)
 if not path.exists():
@@ -73,7 +73,7 @@ pd.DataFrame({"value": params})
 # from every 32-bit random word (half the random draws of `F.dropout`; the drop rate is $p$ rounded
 # to a multiple of $2^{-16}$).
 
-# %%
+# %% tags=["hide-input"]
 hf = pd.DataFrame(result["hf"])
 for row in hf.itertuples():
     book.glue(f"speedup_{row.seq}_{row.dtype}", row.speedup)
@@ -86,7 +86,7 @@ table.style.format({"pe_lib tokens/s": "{:,.0f}", "HF tokens/s": "{:,.0f}", "spe
 #
 # ## Every position embedding against `ape-learned`
 
-# %%
+# %% tags=["hide-input"]
 variants = pd.DataFrame(result["variants"])
 sns.set_theme(style="whitegrid", context="notebook")
 fig, ax = plt.subplots(figsize=(10, 4), constrained_layout=True)
@@ -121,7 +121,7 @@ for row in worst.itertuples():
 # transformers v4 materialises an $(n, n, d)$ tensor of offset vectors. Both compute the same term
 # (tested to $10^{-5}$); each measurement runs in its own process, so that its peak memory is its own.
 
-# %%
+# %% tags=["hide-input"]
 relative = pd.DataFrame(result["relative"])
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), constrained_layout=True)
 for ax, (key, label) in zip(axes, (("s", "seconds (forward + backward)"), ("peak_mib", "peak memory (MiB)"))):
@@ -155,7 +155,7 @@ book.glue("relative_time_ratio", last["time_ratio"])
 # attention $\cdot v$, and the MLM head on the masked 15% only. The peak is the best rate of a large
 # square matmul in the same dtype on the same machine.
 
-# %%
+# %% tags=["hide-input"]
 mfu = pd.DataFrame(result["mfu"])
 for row in mfu.itertuples():
     book.glue(f"mfu_{row.dtype}", 100 * row.mfu)
@@ -171,7 +171,7 @@ mfu.assign(mfu=100 * mfu["mfu"]).rename(columns={"mfu": "MFU (%)", "tokens_per_s
 #
 # ## The smoke pipeline
 
-# %%
+# %% tags=["hide-input"]
 smoke = result.get("smoke", {})
 book.glue("smoke_minutes", smoke.get("end_to_end_s", float("nan")) / 60)
 pd.DataFrame({"seconds": smoke}).style.format("{:.1f}")
@@ -191,7 +191,7 @@ pd.DataFrame({"seconds": smoke}).style.format("{:.1f}")
 # sparse MLM head). No pe_lib step can be faster than its floor with these matmul kernels, so
 # HuggingFace's step time divided by the floor is the largest speed-up within reach.
 
-# %%
+# %% tags=["hide-input"]
 profile = pd.DataFrame(result.get("profile", []))
 if len(profile):
     shares = pd.DataFrame(list(profile["shares"])).mul(100).set_index(profile["model"] + " " + profile["dtype"])
@@ -234,7 +234,7 @@ floor_table
 #
 # ## Targets
 
-# %%
+# %% tags=["hide-input"]
 targets = pd.DataFrame(bench.targets(result))
 targets.style.format({"measured": "{:.3f}", "short by": "{:.1%}"}, na_rep="—").hide(axis="index")
 

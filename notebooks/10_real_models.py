@@ -68,7 +68,7 @@ variants: list[str] = []  # this project's variants to compare; empty: the profi
 length: int = 128  # positions analysed
 window: int = 8  # offsets 1..window for local monotonicity and the near cosine
 
-# %%
+# %% tags=["hide-input"]
 params = book.check_notebook_parameters(globals())
 runner = report.open_runner(profile, results)
 names = pes.ape_variants(variants, runner.profile.variants)
@@ -102,7 +102,7 @@ report.data_used(params, runner)
 # (its row 1 is the all-zero padding row), so its first two rows are dropped. Hub models skipped:
 # {glue:text}`skipped_text`.
 
-# %%
+# %% tags=["hide-input"]
 provenance = pd.DataFrame(
     {m.info.title: {"architecture": m.info.architecture, "tensor": m.info.tensor,
                     "positions (rows dropped)": f"{m.info.positions} ({m.info.offset})",
@@ -110,7 +110,7 @@ provenance = pd.DataFrame(
 ).T.rename_axis("model")
 provenance.style.set_caption("Provenance of each real model's position matrix").set_table_attributes('class="dataframe"')
 
-# %%
+# %% tags=["hide-input"]
 maps = [(m.info.title.split("/")[-1], grams[m.name]) for m in real] + [(f"this project: {v}", g) for v, g in project.items()]
 ncols = 4
 nrows = max(1, math.ceil(len(maps) / ncols))
@@ -149,7 +149,7 @@ plt.close(fig)
 # column of the table below). The paper explains the strength of APE on classification by this
 # unshiftable `[CLS]` position, which TUPE {cite}`ke2021rethinking` unties from the others.
 
-# %%
+# %% tags=["hide-input"]
 table = pd.DataFrame.from_dict(rows, orient="index").rename_axis("model")
 table.insert(0, "kind", ["real" if n in grams else "this project" for n in table.index])
 real_names, project_names = list(grams), list(project)

@@ -70,7 +70,7 @@ profile: str = "smoke"  # results profile (smoke, cpu or gpu)
 variants: list[str] = []  # position embeddings to show; empty: the profile's
 results: str = "results"  # folder of the artifact store
 
-# %%
+# %% tags=["hide-input"]
 params = book.check_notebook_parameters(globals())
 runner = report.open_runner(profile, results)
 names = report.resolve_variants(variants, runner.profile.variants)  # raises on an unknown variant
@@ -78,7 +78,7 @@ book.glue("profile_name", profile)
 book.glue("n_variants", len(names))
 report.data_used(params, runner)
 
-# %%
+# %% tags=["hide-input"]
 artifacts = {name: runner.ensure_extrapolation(name) for name in names}
 payloads = {name: a.payload for name, a in artifacts.items()}
 first = next(iter(payloads.values()))
@@ -112,7 +112,7 @@ book.glue("wall_s", sum(a.provenance["wall_s"] for a in artifacts.values()))
 #
 # ## Loss at each length
 
-# %%
+# %% tags=["hide-input"]
 table = extrapolation.loss_table(payloads)
 multipliers = list(table["loss"].columns)
 if "1x" not in multipliers:
@@ -131,13 +131,13 @@ shown.style.format(formats, na_rep="cannot run").set_table_attributes('class="da
 # absolute embedding has no vector for the last positions. The error each such model raised is
 # listed below (the table is empty when every variant ran at every length).
 
-# %%
+# %% tags=["hide-input"]
 reasons = extrapolation.cannot_run(payloads)
 book.glue("n_cannot_run", reasons["variant"].nunique())
 book.glue("cannot_run_list", ", ".join(dict.fromkeys(reasons["variant"])) or "none")
 reasons.style.hide(axis="index").set_table_attributes('class="dataframe"')
 
-# %%
+# %% tags=["hide-input"]
 ranked_1x = table[("loss", "1x")].dropna().sort_values()
 book.glue("longest", longest)
 book.glue("best_1x", str(ranked_1x.index[0]))
@@ -187,7 +187,7 @@ book.glue("ape_learned_2x_change", change_text("ape-learned", second))
 # lowest loss is {glue:text}`best_1x`'s ({glue:text}`best_1x_loss:.3f`).
 # {numref}`fig-extrapolation-lengths` draws the table.
 
-# %%
+# %% tags=["hide-input"]
 sns.set_theme(style="whitegrid", context="notebook")
 palette = dict(zip(names, sns.color_palette("tab20", len(names))))
 long = table["loss"].reset_index().melt(id_vars="variant", var_name="length", value_name="loss")
@@ -225,7 +225,7 @@ plt.close(fig)
 # the tokens themselves contribute cancels out and only the effect of the longer input and of
 # the position remains; bands are ± one standard error (tokens counted as independent).
 
-# %%
+# %% tags=["hide-input"]
 buckets = extrapolation.bucket_frame(payloads)
 
 
@@ -289,7 +289,7 @@ book.glue("none_jump", f"{split.loc['none', 'change beyond']:+.3f}" if "none" in
 # without position embedding the change was {glue:text}`none_jump`. Tokens inside also see
 # more context than in pretraining (to their right), so their change need not be zero either.
 
-# %%
+# %% tags=["hide-input"]
 (split.sort_values("change beyond").style.format("{:.3f}", subset=["loss inside", "loss beyond"])
  .format("{:+.3f}", subset=["change inside", "change beyond"]).format("{:.3f}", subset=["change beyond se"])
  .set_table_attributes('class="dataframe"'))

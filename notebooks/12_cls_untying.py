@@ -75,7 +75,7 @@ tasks: list[str] = []  # tasks; empty: the profile's (sentence-level ones form t
 seeds: list[int] = []  # fine-tuning seeds; empty: the profile's
 split: str = "test"  # split whose scores are shown: test or validation
 
-# %%
+# %% tags=["hide-input"]
 params = book.check_notebook_parameters(globals())
 if split not in ("test", "validation"):
     raise ValueError(f"split must be 'test' or 'validation', got {split!r}")
@@ -107,7 +107,7 @@ report.data_used(params, runner, all_tasks)
 # the mean over the pretrained models ± the standard deviation of single runs (as in
 # {ref}`classification`), with {glue:text}`seed_design`.
 
-# %%
+# %% tags=["hide-input"]
 per_seed_parts = []
 for group, specs in groups.items():
     if not specs:
@@ -134,14 +134,14 @@ report.style_summary(summary)
 # no remaining gap is detected, **reverses** it when the untied variant is shown ahead of the
 # reference, and **widens** it when the untied variant is shown behind the tied one.
 
-# %%
+# %% tags=["hide-input"]
 gap_tables = {group: report.cls_gap(per_seed, reference, pairs, group, baselines)
               for group in ("classification", "span") if group in per_seed.columns}
 gap = pd.concat(gap_tables, names=["average"])
 (gap.style.format({c: "{:.1f}" for c in gap.columns if gap[c].dtype.kind == "f" and c != "share closed"}
                   | {"share closed": "{:.0%}"}, na_rep="—").set_table_attributes('class="dataframe"'))
 
-# %%
+# %% tags=["hide-input"]
 classification = gap_tables["classification"]
 book.glue("cls_conclusions", "; ".join(f"{u}: {row['conclusion']}" for u, row in classification.iterrows()))
 book.glue("cls_gap_before", "; ".join(f"{row['gap before']:+.1f} points for {row['tied']}"
@@ -185,7 +185,7 @@ plt.close(fig)
 # The learned $\theta_2$ (how much each word attends to [CLS], whatever its position) per layer
 # and head after pretraining (one per layer for the RPEs, whose modules are per layer).
 
-# %%
+# %% tags=["hide-input"]
 rows = []
 for untied in pairs:
     theta = runner.ensure_analysis(untied).arrays["trained.untie_theta"].astype(float)  # (L, h)

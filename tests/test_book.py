@@ -297,3 +297,15 @@ def test_check_links_finds_broken_files_and_anchors(tmp_path):
     assert check_links(tmp_path, tmp_path / "sub" / "page.html") == (1, [])
 
 # The whole book and its browser check run in CI as `make book && make check-book` (.ci/run).
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_plumbing_is_hidden_and_only_parameters_show_their_code(path):
+    """The rendered page shows prose, figures and tables; code stays in the source, behind a toggle."""
+    import jupytext
+
+    nb = jupytext.read(path)
+    for cell in nb.cells:
+        tags = set(cell.metadata.get("tags", []))
+        if cell.cell_type == "code" and "parameters" not in tags:
+            assert tags & {"hide-input", "hide-cell", "remove-input", "remove-cell"}, cell.source[:80]
