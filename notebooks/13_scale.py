@@ -75,9 +75,16 @@ book.glue("study_variants", ", ".join(names))
 book.glue("study_tasks", ", ".join(specs))
 book.glue("stored", study.stored)
 book.glue("planned", study.planned)
-book.glue("budgets", ", ".join(f"{s * cfg.batch_size * runner.profile.seq_len / 1e6:.1f}" for s in cfg.budgets))
+book.glue("budgets", ", ".join(f"{s * cfg.batch_size * runner.profile.seq_len:,}" for s in cfg.budgets))
 book.glue("schedule", cfg.schedule)
-book.glue("layer_norm", runner.profile.model.get("layer_norm", "post"))
+model_config = runner.model_config(names[0])  # the settings every variant of the profile shares
+book.glue("layer_norm", model_config.layer_norm)
+book.glue("seq_len", runner.profile.seq_len)
+book.glue("lr", cfg.lr)
+book.glue("dropout", model_config.hidden_dropout_prob)
+book.glue("mask_prob", cfg.mask_prob)
+book.glue("position_init_std", model_config.position_init_std if model_config.position_init_std is not None
+          else model_config.initializer_range)
 book.glue("threshold", scale.DIAGONAL_THRESHOLD)
 book.glue("margin", scale.CHANCE_MARGIN)
 report.data_used(params, runner, specs)
@@ -117,12 +124,16 @@ screened.style.format({"peak lr": "{:g}", "warm-up": "{:g}", "masking": "{:.2f}"
 #   from 1 M tokens on, while even a fixed sinusoidal APE, whose map is a perfect diagonal, is not
 #   yet below `none` at 2 M tokens (`s64_preln_2M_sin_rope` against `s64_preln_peinit0_2M`).
 #
-# The study therefore uses, for every variant: the {glue:text}`layer_norm`-LN encoder (a departure
-# from BERT's post-LN, stated wherever its numbers appear), sequences of 64 tokens, peak learning
-# rate $3 \cdot 10^{-3}$, no dropout, 30% masking, learned position tables initialised at zero, and
-# the anytime schedule {glue:text}`schedule` (warm-up, then the rate falls as $1/\sqrt{t}$), under
-# which the model kept after $t$ steps of a long run is exactly the model of a run of $t$ steps.
-# The kept budgets are {glue:text}`budgets` million tokens.
+# The study's profile `scale` therefore uses one recipe for every variant: a pre-LN encoder (a
+# departure from BERT's post-LN, stated wherever its numbers appear), sequences of 64 tokens, a
+# peak learning rate of $3 \cdot 10^{-3}$, no dropout, 30% masking, learned position tables
+# initialised at zero, and an anytime schedule (warm-up, then the rate falls as $1/\sqrt{t}$),
+# under which the model kept after $t$ steps of a long run is exactly the model of a run of $t$
+# steps. This page shows profile **{glue:text}`profile_name`**, whose models have the
+# {glue:text}`layer_norm`-LN encoder, sequences of {glue:text}`seq_len` tokens, peak learning rate
+# {glue:text}`lr:g`, dropout {glue:text}`dropout:g`, masking rate {glue:text}`mask_prob:g`,
+# position tables initialised with standard deviation {glue:text}`position_init_std:g`, and the
+# {glue:text}`schedule` schedule; its runs keep models at {glue:text}`budgets` tokens.
 #
 # ## What is stored
 #
