@@ -360,7 +360,7 @@ def targets(result: dict) -> list[dict]:
 # ----------------------------------------------------------------------------- main
 
 
-def report(result: dict) -> None:
+def print_report(result: dict) -> None:
     m = result["machine"]
     print(f"machine: {m['cpu']}, {m['cores']} cores, torch {m['versions']['torch']}, {m['torch_threads']} threads")
     for r in result.get("hf", []):
@@ -408,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
         result["mfu"] = bench_mfu(rounds=args.rounds)
     if "smoke" in args.sections:
         result["smoke"] = bench_smoke()
-    report(result)
+    print_report(result)
     if args.json:
         from pe_lib.io import write_json
 

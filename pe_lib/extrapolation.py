@@ -128,7 +128,7 @@ def mean_and_se(values: np.ndarray) -> tuple[float, float]:
     return float(values.mean()), se
 
 
-def summarise(losses: np.ndarray, positions: np.ndarray, reference: np.ndarray | None, train_length: int,
+def loss_summary(losses: np.ndarray, positions: np.ndarray, reference: np.ndarray | None, train_length: int,
               bucket: int, length: int) -> dict:
     """Loss, perplexity, inside/beyond the pretraining length and per-bucket losses of one length
     from :func:`token_losses`; each part also has ``change``: the mean of ``loss - reference`` over
@@ -180,7 +180,7 @@ def length_extrapolation(model, data: MLMData, lengths: Sequence[int], tokens: i
             records.append({**head, "status": CANNOT_RUN, "reason": str(error).splitlines()[0]})
             continue
         reference = losses if i == 0 else reference
-        records.append({**head, "status": OK, **summarise(losses, positions, reference, train_length, bucket, length)})
+        records.append({**head, "status": OK, **loss_summary(losses, positions, reference, train_length, bucket, length)})
     model.train(was_training)
     return {"records": records, "train_length": train_length, "bucket": bucket, "reference_length": int(lengths[0]),
             "stream_tokens": len(stream), "scored_tokens": int((labels != -100).sum()),
