@@ -45,7 +45,7 @@ import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_lib import book, parse_variant, report
+from pe_lib import book, geometry, parse_variant, report
 
 book.record_names(globals())
 
@@ -152,12 +152,12 @@ for name, artifact in analyses.items():
     payload, arrays = artifact.payload, artifact.arrays
     if "trained.ape" in arrays:
         ape_rows[name] = {**payload["trained"]["ape"],
-                          **{f"{key} cosine": v for key, v in report.ape_locality(arrays["trained.ape"], window).items()},
-                          "contrast at init": report.ape_locality(arrays["init.ape"], window)["contrast"]}
+                          **{f"{key} cosine": v for key, v in geometry.ape_locality(arrays["trained.ape"], window).items()},
+                          "contrast at init": geometry.ape_locality(arrays["init.ape"], window)["contrast"]}
     if "trained.rpe" in arrays:
-        bands = report.rpe_bands(arrays["trained.rpe"], small_offset)
+        bands = geometry.rpe_bands(arrays["trained.rpe"], small_offset)
         rpe_rows[name] = {**payload["trained"]["rpe"], **bands,
-                          "norm_ratio at init": report.rpe_bands(arrays["init.rpe"], small_offset)["norm_ratio"]}
+                          "norm_ratio at init": geometry.rpe_bands(arrays["init.rpe"], small_offset)["norm_ratio"]}
 ape_table = pd.DataFrame.from_dict(ape_rows, orient="index").rename_axis("variant")
 rpe_table = pd.DataFrame.from_dict(rpe_rows, orient="index").rename_axis("variant")
 COLUMNS = ["monotonicity", "monotonicity_local", "translation_invariance"]  # a Gram matrix is symmetric
@@ -192,7 +192,7 @@ for alone, combined, key in [("ape-learned", "ape-learned+rpe-learned", "apel"),
                              ("ape-sin-learned", "ape-sin-learned+rpe-learned", "apesl")]:
     for state in ("init", "trained"):
         both = alone in analyses and combined in analyses
-        book.glue(f"{key}_similarity_{state}", report.map_similarity(
+        book.glue(f"{key}_similarity_{state}", geometry.map_similarity(
             analyses[alone].arrays[f"{state}.ape"], analyses[combined].arrays[f"{state}.ape"]) if both else math.nan)
 
 # %% [markdown]

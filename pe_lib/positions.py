@@ -35,6 +35,7 @@ TUPE's untying of ``[CLS]`` from positions (Ke et al. 2021), see :class:`UntiedC
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -121,6 +122,14 @@ def _with_untied_cls(name: str, parts: list[str]) -> Variant:
         raise InputError(f"{UNTIE_CLS!r} unties [CLS] from a relative score bias, so {name!r} needs one of "
                          f"{', '.join(biases)}")
     return Variant(base.absolute, base.relative, untie_cls=True)
+
+
+def resolve_variants(requested: Sequence[str], default: Sequence[str]) -> list[str]:
+    """Canonical variant names: ``requested`` (validated by :func:`parse_variant`, which
+    raises an InputError naming the valid ones) or, when it is empty, ``default``. Duplicates are
+    dropped, the order kept."""
+    names = [parse_variant(v).name for v in (requested or default)]
+    return list(dict.fromkeys(names))
 
 
 def all_variants(untied: bool = False) -> list[str]:

@@ -502,9 +502,9 @@ def load_models(names: Sequence[str], cache_dir: str | os.PathLike[str] | None =
 def indicator_rows(grams: dict[str, np.ndarray], window: int) -> dict[str, dict[str, float]]:
     """Per map: positions, the three indicators (``pe_lib.properties.indicators``), local
     monotonicity over offsets ``1..window`` and the near-minus-far cosine contrast
-    (``pe_lib.report.ape_locality``)."""
+    (``pe_lib.geometry.ape_locality``)."""
     from pe_lib.properties import indicators
-    from pe_lib.report import ape_locality
+    from pe_lib.geometry import ape_locality
 
     rows = {}
     for name, phi in grams.items():
@@ -532,8 +532,7 @@ def extremes(rows: dict[str, dict[str, float]], names: Sequence[str], column: st
 def ape_variants(requested: Sequence[str], profile_variants: Sequence[str]) -> list[str]:
     """This project's variants to compare: ``requested`` (each must have an APE) or, when empty,
     those of ``profile_variants`` that have one. ValueError naming the valid ones otherwise."""
-    from pe_lib.positions import parse_variant
-    from pe_lib.report import resolve_variants
+    from pe_lib.positions import parse_variant, resolve_variants
 
     with_ape = [v for v in resolve_variants([], profile_variants) if parse_variant(v).absolute]
     if not requested:

@@ -44,7 +44,7 @@ from pe_lib.experiments.stats import (AT_CHANCE, CONTRADICTED, LEVELS, NOT_TESTE
                                       VARIANCE_UNKNOWN, Claim, Comparison, assess, assess_claims, best_on,
                                       compare_family, comparison_table, variance_table)
 from pe_lib.experiments.profiles import COMBINATIONS, PAPER_VARIANTS, SINGLE_PES  # noqa: F401 (the chapters' names)
-from pe_lib.positions import parse_variant
+from pe_lib.positions import parse_variant, resolve_variants  # noqa: F401 (the chapters' names)
 
 NOT_SIGNIFICANT = "not decidable: correlation not significant"
 TOO_FEW = "not decidable: too few variants"
@@ -68,9 +68,6 @@ def open_runner(profile: str, results: str = "results"):
     return Runner(get_profile(profile), results=results, progress=False)
 
 
-# ----------------------------------------------------------------------------- variants
-
-
 def data_used(params: Mapping, runner, tasks: Iterable[str] = ()) -> pd.DataFrame:
     """A chapter's parameters table, with the data its results come from: the pretraining corpus
     (``packaged``: offline analogues from pinned packages; ``hub``: the paper's data from the
@@ -84,12 +81,7 @@ def data_used(params: Mapping, runner, tasks: Iterable[str] = ()) -> pd.DataFram
     return pd.DataFrame({"value": rows})
 
 
-def resolve_variants(requested: Sequence[str], default: Sequence[str]) -> list[str]:
-    """Canonical variant names: ``requested`` (validated by :func:`pe_lib.parse_variant`, which
-    raises a ValueError naming the valid ones) or, when it is empty, ``default``. Duplicates are
-    dropped, the order kept."""
-    names = [parse_variant(v).name for v in (requested or default)]
-    return list(dict.fromkeys(names))
+# ----------------------------------------------------------------------------- variants
 
 
 def has_offset_table(variant: str) -> bool:
@@ -183,66 +175,6 @@ def indicator_change(analyses: Mapping[str, Mapping], kind: str = "probe", layer
     table = pd.concat(parts, axis=1).swaplevel(0, 1, axis=1)
     order = [(c, s) for c in init.columns for s in parts]
     return table[order]
-
-
-def cosine(gram: np.ndarray) -> np.ndarray:
-    """Cosine similarities from a Gram matrix ``G = V V^T`` (zero-norm rows give 0)."""
-    gram = np.asarray(gram, dtype=np.float64)
-    norms = np.sqrt(np.clip(np.diag(gram), 0.0, None))
-    scale = np.outer(norms, norms)
-    return np.divide(gram, scale, out=np.zeros_like(gram), where=scale > 0)
-
-
-def ape_locality(gram: np.ndarray, window: int = 8) -> dict[str, float]:
-    """How much brighter the diagonal of ``P P^T`` is: mean cosine of position vectors at
-    distance ``1..window`` ("near"), at distance above ``n / 2`` ("far"), and their difference
-    ("contrast"; 0 when nearby positions are no more alike than distant ones)."""
-    c = cosine(gram)
-    n = c.shape[0]
-    distance = np.abs(np.subtract.outer(np.arange(n), np.arange(n)))
-    near = float(c[(distance >= 1) & (distance <= window)].mean())
-    far = float(c[distance > n / 2].mean())
-    return {"near": near, "far": far, "contrast": near - far}
-
-
-def map_similarity(a: np.ndarray, b: np.ndarray) -> float:
-    """Pearson correlation of the off-diagonal cosine similarities of two Gram matrices of the
-    same size: 1 when the two sets of vectors have the same pattern of similarities."""
-    ca, cb = cosine(a), cosine(b)
-    if ca.shape != cb.shape:
-        raise ValueError(f"maps of different sizes: {ca.shape} and {cb.shape}")
-    off = ~np.eye(ca.shape[0], dtype=bool)
-    x, y = ca[off], cb[off]
-    if np.ptp(x) == 0 or np.ptp(y) == 0:
-        return math.nan
-    return float(np.corrcoef(x, y)[0, 1])
-
-
-def rpe_bands(gram: np.ndarray, small: int = 2) -> dict[str, float]:
-    """The paper's reading of the offset-vector dot products ``R R^T`` (rows: offsets ``-k..k``).
-
-    * ``norm_ratio``: mean squared norm of the vectors with ``|a| <= small`` over that of the
-      vectors with ``|a| > k / 2`` (bright bands at small offsets: above 1);
-    * ``small_cosine``: mean cosine between distinct offsets with ``|a| <= small`` (low: small
-      offsets are told apart);
-    * ``large_cosine``: mean cosine between distinct offsets with ``|a| > k / 2`` (high: the
-      large offsets look alike).
-    """
-    gram = np.asarray(gram, dtype=np.float64)
-    k = (gram.shape[0] - 1) // 2
-    offsets = np.abs(np.arange(-k, k + 1))
-    c = cosine(gram)
-    sq = np.diag(gram)
-    small_set, large_set = offsets <= small, offsets > k / 2
-
-    def mean_off_diagonal(mask):
-        block = c[np.ix_(mask, mask)]
-        m = block.shape[0]
-        return float((block.sum() - np.trace(block)) / (m * m - m)) if m > 1 else math.nan
-
-    large_norm = sq[large_set].mean()
-    return {"norm_ratio": float(sq[small_set].mean() / large_norm) if large_norm > 0 else math.nan,
-            "small_cosine": mean_off_diagonal(small_set), "large_cosine": mean_off_diagonal(large_set)}
 
 
 # ----------------------------------------------------------------------------- scores

@@ -77,30 +77,6 @@ def test_indicator_table_and_change():
     assert change.columns[0] == ("monotonicity", "init")
 
 
-def test_cosine_and_ape_locality():
-    n = 20
-    x = np.arange(n)[:, None] * np.array([[0.3, 0.05]])
-    vectors = np.concatenate([np.sin(x), np.cos(x)], axis=1)  # smooth: neighbours alike
-    local = report.ape_locality(vectors @ vectors.T, window=2)
-    assert np.allclose(np.diag(report.cosine(vectors @ vectors.T)), 1.0)
-    assert local["near"] > local["far"] and local["contrast"] == pytest.approx(local["near"] - local["far"])
-    rng = np.random.default_rng(0)
-    noise = rng.normal(size=(n, 256))
-    assert abs(report.ape_locality(noise @ noise.T)["contrast"]) < 0.1
-
-
-def test_rpe_bands_reads_bright_small_offsets_and_alike_large_ones():
-    k, d = 8, 16
-    rng = np.random.default_rng(0)
-    common = rng.normal(size=d)
-    rows = []
-    for a in range(-k, k + 1):
-        rows.append(3 * rng.normal(size=d) if abs(a) <= 2 else 0.3 * (common + 0.1 * rng.normal(size=d)))
-    table = np.array(rows)
-    bands = report.rpe_bands(table @ table.T)
-    assert bands["norm_ratio"] > 10 and bands["large_cosine"] > 0.9 and abs(bands["small_cosine"]) < 0.5
-
-
 def _per_seed(values: dict[str, list], column="classification"):
     """Per-seed table: ``variant -> [scores]`` (one pretraining seed) or ``[[scores] per pretraining seed]``."""
     rows = [(v, p, s, x) for v, xs in values.items()
@@ -197,16 +173,6 @@ def test_correlations_and_indicator_verdicts():
     assert verdicts.loc["symmetry-hurts-classification", "verdict"] == report.CONTRADICTED
     assert verdicts.loc["local-mono-helps-classification", "verdict"] == report.NOT_SIGNIFICANT
     assert report.correlation_verdict(0.9, 0.001, 3, +1) == report.TOO_FEW
-
-
-def test_map_similarity():
-    rng = np.random.default_rng(1)
-    v = rng.normal(size=(10, 4))
-    w = rng.normal(size=(10, 4))
-    assert report.map_similarity(v @ v.T, 3 * (v @ v.T)) == pytest.approx(1.0)
-    assert abs(report.map_similarity(v @ v.T, w @ w.T)) < 0.9
-    with pytest.raises(ValueError):
-        report.map_similarity(v @ v.T, np.eye(3))
 
 
 def test_scale_metric_counts_an_undefined_correlation_as_zero():
