@@ -300,9 +300,11 @@ plt.close(fig)
 # %% tags=["hide-input"]
 runner = report.open_runner(profile, results)
 trained_names = [parse_variant(v).name for v in variants if parse_variant(v).name in runner.profile.variants]
-analyses = {v: runner.ensure_analysis(v).payload for v in trained_names}
-trained_probe = report.indicator_table(analyses, "trained", "probe")
-trained_ape = report.indicator_table(analyses, "trained", "ape")
+artifacts = {v: runner.ensure_analysis(v) for v in trained_names}
+analyses = {v: a.payload for v, a in artifacts.items()}
+maps = {v: a.arrays for v, a in artifacts.items()}  # the stored maps: local monotonicity with this chapter's window
+trained_probe = report.indicator_table(analyses, "trained", "probe", window=window, maps=maps)
+trained_ape = report.indicator_table(analyses, "trained", "ape", window=window, maps=maps)
 book.glue("n_trained", len(trained_names))
 book.glue("trained_steps", runner.profile.pretrain.steps)
 book.glue("trained_ape_sin_ti", value(trained_ape, "ape-sin", "translation_invariance"))

@@ -148,10 +148,16 @@ def pretraining_setup(config: Mapping, results: Mapping[str, Mapping]) -> dict:
 
 
 def indicator_table(analyses: Mapping[str, Mapping], state: str = "trained", kind: str = "probe",
-                    layer: int = 0) -> pd.DataFrame:
+                    layer: int = 0, window: int | None = None,
+                    maps: Mapping[str, Mapping[str, np.ndarray]] | None = None) -> pd.DataFrame:
     """Indicators per variant (rows) from analysis payloads: ``kind`` is ``"probe"`` (identical-
     word attention of ``layer``), ``"ape"`` or ``"rpe"`` (dot products of position / offset
-    vectors; variants without them are left out). ``state``: ``"init"`` or ``"trained"``."""
+    vectors; variants without them are left out). ``state``: ``"init"`` or ``"trained"``.
+    ``window`` other than the analysis's own (``ANALYSIS_WINDOW``): local monotonicity over
+    offsets 1..window, recomputed from the stored maps (``maps``: variant -> analysis arrays)."""
+    from pe_lib.experiments.runner import ANALYSIS_WINDOW
+    from pe_lib.properties import indicators
+
     columns = PROBE_INDICATORS if kind == "probe" else INDICATORS
     rows = {}
     for variant, payload in analyses.items():
@@ -160,6 +166,10 @@ def indicator_table(analyses: Mapping[str, Mapping], state: str = "trained", kin
             continue
         values = found[layer] if kind == "probe" else found
         rows[variant] = {c: _number(values.get(c)) for c in columns}
+        if window is not None and window != ANALYSIS_WINDOW:
+            gram = maps[variant][f"{state}.{kind}"]
+            gram = gram[layer] if kind == "probe" else gram
+            rows[variant]["monotonicity_local"] = indicators(np.asarray(gram, dtype=np.float64), window=window)["monotonicity_local"]
     return pd.DataFrame.from_dict(rows, orient="index", columns=list(columns)).rename_axis("variant")
 
 

@@ -300,3 +300,19 @@ def test_data_used_says_where_the_corpus_and_each_task_came_from():
     assert table.loc["profile", "value"] == "'cpu'" and table.loc["seeds", "value"] == "[0, 1]"
     assert table.loc["data: pretraining text", "value"] == "packaged (austen, kjv)"
     assert table.loc["data: task cola", "value"] == "hub:nyu-mll/glue"
+
+
+def test_indicator_table_recomputes_local_monotonicity_for_another_window():
+    from pe_lib.properties import indicators
+
+    n = 16
+    gram = -np.abs(np.subtract.outer(np.arange(n), np.arange(n))).astype(float) + 0.3 * np.random.default_rng(0).normal(size=(n, n))
+    stored = indicators(gram, window=8)
+    analyses = {"ape-learned": {"trained": {"ape": stored}}}
+    maps = {"ape-learned": {"trained.ape": gram}}
+    same = report.indicator_table(analyses, "trained", "ape", window=8, maps=maps)
+    assert same.loc["ape-learned", "monotonicity_local"] == stored["monotonicity_local"]
+    other = report.indicator_table(analyses, "trained", "ape", window=3, maps=maps)
+    assert other.loc["ape-learned", "monotonicity_local"] == pytest.approx(indicators(gram, window=3)["monotonicity_local"])
+    assert other.loc["ape-learned", "monotonicity_local"] != stored["monotonicity_local"]
+    assert other.loc["ape-learned", "monotonicity"] == stored["monotonicity"], "the other indicators have no window"

@@ -44,6 +44,11 @@ from pe_lib.training.pretrain import MLMData, PretrainConfig, make_blocks, pretr
 CODE_VERSIONS = {"pretrain": 1, "analysis": 1, "extrapolation": 1, "finetune": 1, "baselines": 1}
 
 
+#: Offsets 1..ANALYSIS_WINDOW of the stored local monotonicity (a chapter with another window
+#: recomputes it from the stored maps: ``pe_lib.report.indicator_table``).
+ANALYSIS_WINDOW = 8
+
+
 def stage_name(stage: str, pretrain_seed: int, *parts: str, snapshot: int | None = None) -> str:
     """A store folder's stage: ``pretrain-p0``, ``analysis-p1``, ``finetune-sst2-p0-seed2``, ...
     (``p``: the pretraining seed); a snapshot's adds its step: ``analysis-p0-step2000``."""
@@ -467,7 +472,7 @@ def analyse(model: PEBertForMaskedLM, seq_len: int, probe: dict) -> tuple[dict, 
         if ape is not None:
             vectors = ape.vectors(torch.arange(seq_len))  # (n, H)
             arrays["ape"] = (vectors @ vectors.T).double().numpy()
-            payload["ape"] = indicators(arrays["ape"], window=8)
+            payload["ape"] = indicators(arrays["ape"], window=ANALYSIS_WINDOW)
             if hasattr(ape, "freqs"):
                 arrays["ape_freqs"] = ape.freqs.double().numpy()
         rpe = encoder.relative_for(0)
@@ -475,7 +480,7 @@ def analyse(model: PEBertForMaskedLM, seq_len: int, probe: dict) -> tuple[dict, 
             k = min(rpe.max_distance, seq_len - 1)
             table = rpe.table(k)  # (2k+1, d)
             arrays["rpe"] = (table @ table.T).double().numpy()
-            payload["rpe"] = indicators(arrays["rpe"], window=8)
+            payload["rpe"] = indicators(arrays["rpe"], window=ANALYSIS_WINDOW)
             if hasattr(rpe, "freqs"):
                 arrays["rpe_freqs"] = np.stack([encoder.relative_for(i).freqs.double().numpy()
                                                 for i in range(encoder.config.num_hidden_layers)])
@@ -487,7 +492,7 @@ def analyse(model: PEBertForMaskedLM, seq_len: int, probe: dict) -> tuple[dict, 
         attention = identical_word_attention(encoder, layer=layer, **probe)  # (n, n)
         layers.append(attention)
     arrays["probe"] = np.stack(layers)  # (L, n, n)
-    payload["probe"] = [{**indicators(a, window=8), "chen_locality": chen_locality(a), "chen_symmetry": chen_symmetry(a)}
+    payload["probe"] = [{**indicators(a, window=ANALYSIS_WINDOW), "chen_locality": chen_locality(a), "chen_symmetry": chen_symmetry(a)}
                         for a in layers]
     payload["variant"] = variant.name
     return payload, arrays
