@@ -34,13 +34,16 @@ parameter; any declared value whose type does not match its annotation is a wron
 the same check on plain dicts.
 
 Notebooks also glue their numbers and figures with :func:`glue` (``myst_nb.glue`` that also
-works without myst-nb, e.g. on Colab). At import time this module needs only the standard
+works without myst-nb, e.g. on Colab). Every build writes the glued values of all chapters to
+``book/_build/glued.json`` (:func:`glued_values`); :func:`compare_glued` lists what differs
+between two builds, e.g. before and after a refactor that should change no number. At import time this module needs only the standard
 library; jupytext, papermill, nbformat, tqdm and PyYAML are imported by the functions that use
 them.
 """
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import re
 import sys
@@ -52,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from pe_lib.errors import InputError, PeLibError
+from pe_lib.io import atomic_write_text
 
 
 #: Per-profile parameter overrides, per notebook (file stem); the chapters themselves are the
@@ -441,6 +445,36 @@ def ensure_results(profile: str, results: str = "results") -> None:
     print("results: " + ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in timings.items()), file=sys.stderr)
 
 
+def glued_values(root: Path = ROOT) -> dict[str, dict[str, str]]:
+    """Every value glued by the executed chapters (``book/NN_topic.ipynb``): chapter -> name ->
+    its text (figures by their MIME types only), as the prose shows them."""
+    import nbformat
+
+    found = {}
+    for path in sorted((root / BOOK_DIR).glob("[0-9]*.ipynb")):
+        values = {}
+        for cell in nbformat.read(path, as_version=4).cells:
+            for output in cell.get("outputs", []):
+                record = output.get("metadata", {}).get("scrapbook")
+                if record:
+                    data = {k.removeprefix(record["mime_prefix"]): v for k, v in output.get("data", {}).items()}
+                    values[record["name"]] = data.get("text/plain", "") if "image/png" not in data else "<figure>"
+        found[path.stem] = values
+    return found
+
+
+def compare_glued(before: dict, after: dict) -> list[str]:
+    """One line per glued value that differs, appeared or disappeared between two books
+    (:func:`glued_values`); empty when a change altered no number the prose cites."""
+    lines = []
+    for chapter in sorted(set(before) | set(after)):
+        a, b = before.get(chapter, {}), after.get(chapter, {})
+        for name in sorted(set(a) | set(b)):
+            if a.get(name) != b.get(name):
+                lines.append(f"{chapter}: {name}: {a.get(name, '(absent)')!r} -> {b.get(name, '(absent)')!r}")
+    return lines
+
+
 def build(profile: str = "smoke", only: str | None = None, html: bool = True, root: Path = ROOT,
           compute: bool = True) -> Path | None:
     """Compute missing results (``compute``), execute the (selected) notebooks, then build the HTML;
@@ -471,6 +505,9 @@ def build(profile: str = "smoke", only: str | None = None, html: bool = True, ro
         out = execute_notebook(path, dict(overrides.get(path.stem, {})), root)
         tqdm.write(f"{path.stem}: {time.perf_counter() - start:.1f} s -> {out.relative_to(root)}", file=sys.stderr)
     bar.close()
+    glued = root / BOOK_DIR / "_build" / "glued.json"  # compare two builds: compare_glued
+    glued.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(glued, json.dumps(glued_values(root), indent=1, sort_keys=True))
     if not html:
         return None
     missing = [n for n in names if not (root / BOOK_DIR / f"{n}.ipynb").exists()]

@@ -309,3 +309,23 @@ def test_plumbing_is_hidden_and_only_parameters_show_their_code(path):
         tags = set(cell.metadata.get("tags", []))
         if cell.cell_type == "code" and "parameters" not in tags:
             assert tags & {"hide-input", "hide-cell", "remove-input", "remove-cell"}, cell.source[:80]
+
+
+def test_glued_values_are_collected_and_compared(tmp_path):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("")
+    record = lambda name, data: nbformat.v4.new_output(  # noqa: E731
+        "display_data", data={f"application/papermill.record/{k}": v for k, v in data.items()},
+        metadata={"scrapbook": {"name": name, "mime_prefix": "application/papermill.record/"}})
+    cell.outputs = [record("loss", {"text/plain": "6.1"}), record("fig", {"image/png": "AA==", "text/plain": "<Figure>"}),
+                    nbformat.v4.new_output("stream", text="not glued")]
+    nb.cells = [cell]
+    (tmp_path / "book").mkdir()
+    nbformat.write(nb, tmp_path / "book" / "03_pretraining.ipynb")
+    values = book.glued_values(tmp_path)
+    assert values == {"03_pretraining": {"loss": "6.1", "fig": "<figure>"}}
+    after = {"03_pretraining": {"loss": "6.2", "fig": "<figure>", "new": "1"}}
+    assert book.compare_glued(values, values) == []
+    assert book.compare_glued(values, after) == ["03_pretraining: loss: '6.1' -> '6.2'", "03_pretraining: new: '(absent)' -> '1'"]
