@@ -206,16 +206,21 @@ table = study.criteria.copy()
 for key in ("a", "b", "c"):
     table[key] = table[key].map(scale.verdict)
 table = table.rename(columns={"a": "(a)", "b": "(b)", "c": "(c)", "loss_gap": "loss: ape-learned − none",
+                              "a_null_rate": "(a) by chance",
                               "best_variant": "best variant (validation)", "best_classification": "its test average"})
 book.glue("smallest_budget", "none of the stored budgets" if study.smallest_budget is None
           else f"{study.smallest_budget / 1e6:.1f} million tokens")
-table.style.format({"tokens": "{:,.0f}", "loss: ape-learned − none": "{:+.3f}", "monotonicity": "{:+.3f}",
+table.style.format({"tokens": "{:,.0f}", "loss: ape-learned − none": "{:+.3f}", "(a) by chance": "{:.3f}",
+                    "monotonicity": "{:+.3f}",
                     "monotonicity_local": "{:+.3f}", "its test average": "{:.1f}"},
                    na_rep="—").hide(axis="index").set_table_attributes('class="dataframe"')
 
 # %% [markdown]
 # One row per kept budget. (a) passes when every `ape-learned` seed's loss is below every `none`
-# seed's (it needs two seeds of each, else "not decidable"); (b) when the mean over seeds of both
+# seed's (it needs two seeds of each, else "not decidable"). With no true difference this happens
+# by chance with probability $n_a!\,n_b!/(n_a+n_b)!$, the column "(a) by chance": 1/6 with two
+# seeds each, so a pass at one budget is weak evidence alone; a pass that persists over the larger
+# budgets, or more seeds, is what the cpu profile's choice rests on; (b) when the mean over seeds of both
 # indicators of the learned APE is at least {glue:text}`threshold` (i.i.d. Gaussian tables of this
 # shape score 0.00 ± 0.04, never above 0.09 in 40 draws; a fixed sinusoid about 1); (c) when the
 # variant with the best validation average scores at least {glue:text}`margin` points above the

@@ -111,6 +111,13 @@ def unigram_loss(runner: Runner) -> float:
     return float(found.payload["validation_loss"]) if found is not None else math.nan
 
 
+def separation_chance(n_a: int, n_b: int) -> float:
+    """The chance that ``n_a`` seeds all fall below ``n_b`` seeds when both come from one
+    distribution (no true difference): ``n_a! n_b! / (n_a + n_b)!``, the false-positive rate of
+    criterion (a) (1/6 with two seeds each, 1/20 with three)."""
+    return math.factorial(n_a) * math.factorial(n_b) / math.factorial(n_a + n_b)
+
+
 def criteria_at(models: pd.DataFrame, constant: float) -> dict:
     """Criteria (a), (b), (c) on the models of one budget (None: not decidable from what is stored)."""
     loss = {v: models.loc[models.variant == v, "validation_loss"] for v in (APE, NO_PE)}
@@ -123,6 +130,7 @@ def criteria_at(models: pd.DataFrame, constant: float) -> dict:
     return {
         "loss_gap": float(loss[APE].mean() - loss[NO_PE].mean()) if len(loss[APE]) and len(loss[NO_PE]) else math.nan,
         "a": bool(loss[APE].max() < loss[NO_PE].min()) if decided_a else None,
+        "a_null_rate": separation_chance(len(loss[APE]), len(loss[NO_PE])) if decided_a else math.nan,
         "monotonicity": mono[0], "monotonicity_local": mono[1],
         "b": bool(min(mono) >= DIAGONAL_THRESHOLD) if not any(map(math.isnan, mono)) else None,
         "best_variant": best,
@@ -140,7 +148,7 @@ def compute(runner: Runner, variants: Sequence[str], tasks: Sequence[str]) -> Sc
     rows = []
     for steps, group in models.groupby("steps", sort=True):
         rows.append({"steps": steps, "tokens": int(group.tokens.iloc[0]), **criteria_at(group, constant)})
-    criteria = pd.DataFrame(rows, columns=["steps", "tokens", "loss_gap", "a", "monotonicity", "monotonicity_local", "b",
+    criteria = pd.DataFrame(rows, columns=["steps", "tokens", "loss_gap", "a", "a_null_rate", "monotonicity", "monotonicity_local", "b",
                                            "best_variant", "best_classification", "c"])
     passing = criteria[(criteria.a == True) & (criteria.b == True) & (criteria.c == True)]  # noqa: E712 (None stays out)
     planned = [a for a in runner.plan(list(variants), list(tasks)) if a.variant != Runner.BASELINES]

@@ -27,7 +27,9 @@ def rows(losses: dict, mono=(0.5, 0.5), scores: dict | None = None) -> pd.DataFr
 
 
 def test_criterion_a_needs_two_seeds_and_separated_ranges():
-    assert scale.criteria_at(rows({"none": [5.0, 5.1], "ape-learned": [4.8, 4.9]}), 50.0)["a"] is True
+    separated = scale.criteria_at(rows({"none": [5.0, 5.1], "ape-learned": [4.8, 4.9]}), 50.0)
+    assert separated["a"] is True and separated["a_null_rate"] == pytest.approx(1 / 6)
+    assert scale.separation_chance(3, 3) == pytest.approx(1 / 20)
     assert scale.criteria_at(rows({"none": [5.0, 5.1], "ape-learned": [4.8, 5.05]}), 50.0)["a"] is False
     one_seed = scale.criteria_at(rows({"none": [5.0], "ape-learned": [4.0]}), 50.0)
     assert one_seed["a"] is None and one_seed["loss_gap"] == pytest.approx(-1.0)
