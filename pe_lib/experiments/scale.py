@@ -165,6 +165,19 @@ def verdict(value: bool | None) -> str:
     return {True: "pass", False: "fail", None: "not decidable"}[value]
 
 
+def finetune_screen(path) -> pd.DataFrame:
+    """The fine-tuning screen (``studies/finetune_screen/results.jsonl``): one row per variant,
+    task and recipe, with the training examples and the test score (percent; the mean of the
+    task's metrics)."""
+    import json
+    from pathlib import Path
+
+    rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    return pd.DataFrame([{"recipe": r["recipe"], "variant": r["variant"], "task": r["task"],
+                          "training examples": r["train_examples"], "validation": 100.0 * task_score(r["validation"]),
+                          "test": 100.0 * task_score(r["test"])} for r in rows])
+
+
 #: The recipe settings of a screen run shown beside its result (``args`` of ``studies/recipe_screen/*.json``).
 SCREEN_SETTINGS = {"seq": "sequence", "lr": "peak lr", "sched": "schedule", "warmup": "warm-up", "preln": "pre-LN",
                    "dropout": "dropout", "mask": "masking", "pe_init": "position init std", "pe_lr_mult": "position lr x",

@@ -75,3 +75,9 @@ def test_the_recipe_screen_is_read_from_its_committed_files():
     assert screen["run"].nunique() == len(list((ROOT / "studies" / "recipe_screen").glob("*.json")))
     assert set(screen["variant"]) >= {"none", "ape-learned", "rope"}
     assert (screen["validation loss"] > 0).all() and screen["position init std"].notna().all()
+
+
+def test_the_finetune_screen_is_read_from_its_committed_file():
+    screen = scale.finetune_screen(ROOT / "studies" / "finetune_screen" / "results.jsonl")
+    assert set(screen["task"]) == {"sst2", "mrpc"} and set(screen["variant"]) == {"none", "ape-learned"}
+    assert screen["test"].between(0, 100).all() and screen["training examples"].max() > 1500
