@@ -147,10 +147,14 @@ screened.style.format({"peak lr": "{:g}", "warm-up": "{:g}", "masking": "{:.2f}"
 
 # %% tags=["hide-input"]
 tuned = scale.finetune_screen(finetune_screen)
-pivot = tuned.pivot_table(index=["recipe", "training examples"], columns=["task", "variant"], values="test", sort=False)
+scores = tuned.pivot_table(index="recipe", columns=["task", "variant"], values="test", sort=False)
+examples = tuned.groupby(["recipe", "task"], sort=False)["training examples"].first().unstack()
+examples.columns = pd.MultiIndex.from_tuples([(task, "training examples") for task in examples.columns])
+screen_table = pd.concat([scores, examples], axis=1).sort_index(axis=1, level=0, sort_remaining=False)
 best = tuned.loc[tuned.groupby("task")["test"].idxmax()]
 book.glue("screen_best", "; ".join(f"{r.task} {r.test:.1f} with {r['training examples']:,} examples" for _, r in best.iterrows()))
-pivot.style.format("{:.1f}").set_table_attributes('class="dataframe"')
+screen_table.style.format({c: "{:,.0f}" if c[1] == "training examples" else "{:.1f}" for c in screen_table.columns}
+                          ).set_table_attributes('class="dataframe"')
 
 # %% [markdown]
 # No recipe on 1,500 examples lifts the models much above chance; all the examples do (best:
