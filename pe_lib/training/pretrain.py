@@ -446,7 +446,7 @@ def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_
             state = load_checkpoint(checkpoint, model, optimizer, scheduler)
             start, elapsed_before = state["step"], state["elapsed_s"]
             records = state["curve"] if "curve" in state else curve_until(out_dir / "curve.jsonl", start)
-            if start > until:  # the snapshot is missing or corrupt, and training has gone past it
+            if until < cfg.steps and start >= until:  # the snapshot is missing or corrupt, training at or past it
                 raise CorruptFileError(f"the snapshot at step {until} of {out_dir} is missing or corrupt and its "
                                        f"training is past it (step {start}); delete {out_dir} to train it again")
         except pickle.UnpicklingError as error:  # refused unexecuted; set aside so that it cannot fail every rerun

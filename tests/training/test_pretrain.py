@@ -214,3 +214,16 @@ def test_schedules_and_snapshots_refuse_what_they_cannot_mean():
         run_cfg(schedule="constant", snapshot_steps=(6,))
     with pytest.raises(InputError, match="no model is kept at step 4; kept: 2, 6"):
         run_cfg(schedule="constant", snapshot_steps=(2,)).at(4)
+
+
+def test_a_corrupt_snapshot_is_reported_never_read(make_config, tmp_path):
+    from pe_lib.errors import CorruptFileError
+
+    config, data = make_config("ape-learned"), synthetic_data()
+    long = run_cfg(steps=8, schedule="constant", snapshot_steps=(4,), checkpoint_every=4)
+    pretrain(config, data, long, tmp_path / "long", progress=False, until=4)
+    weights = tmp_path / "long" / "snapshots" / "step-00000004" / "model" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-8] + bytes(8))  # the checkpoint at step 4 is intact
+    with pytest.warns(UserWarning, match="ignoring corrupt snapshot"), \
+            pytest.raises(CorruptFileError, match="the snapshot at step 4 .* is missing or corrupt"):
+        pretrain(config, data, long, tmp_path / "long", progress=False, until=4)
