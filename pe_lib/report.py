@@ -45,6 +45,7 @@ from pe_lib.experiments.stats import (AT_CHANCE, CONTRADICTED, LEVELS, NOT_TESTE
                                       compare_family, comparison_table, variance_table)
 from pe_lib.experiments.profiles import COMBINATIONS, PAPER_VARIANTS, SINGLE_PES  # noqa: F401 (the chapters' names)
 from pe_lib.positions import parse_variant, resolve_variants  # noqa: F401 (the chapters' names)
+from pe_lib.training.metrics import CORRELATIONS, scale_metric  # noqa: F401 (the chapters' names)
 
 NOT_SIGNIFICANT = "not decidable: correlation not significant"
 TOO_FEW = "not decidable: too few variants"
@@ -196,18 +197,6 @@ PAPER_TASKS = {"cola": "CoLA: grammatical acceptability", "sst2": "SST-2: sentim
                "qnli": "QNLI: question-answer entailment", "rte": "RTE: textual entailment",
                "squad": "SQuAD v1.1: extractive question answering",
                "squad_v2": "SQuAD v2.0: extractive QA with unanswerable questions"}
-#: Correlation metrics: undefined (NaN) for a constant prediction, which is counted as 0.
-CORRELATIONS = ("pearson", "spearmanr")
-
-
-def scale_metric(value: float, kind: str, metric: str = "") -> float:
-    """A metric in percent: span (SQuAD) metrics are already, the others are multiplied by 100.
-    An undefined correlation (NaN: the model predicted a constant) counts as 0, like the
-    Matthews correlation of a constant prediction."""
-    value = float(value) if value is not None else math.nan
-    if math.isnan(value) and metric in CORRELATIONS:
-        value = 0.0
-    return value if kind == "span" else 100.0 * value
 
 
 def score_records(finetuned: Mapping[tuple[str, str, int, int], Mapping], kinds: Mapping[str, str],

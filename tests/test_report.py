@@ -175,12 +175,6 @@ def test_correlations_and_indicator_verdicts():
     assert report.correlation_verdict(0.9, 0.001, 3, +1) == report.TOO_FEW
 
 
-def test_scale_metric_counts_an_undefined_correlation_as_zero():
-    assert report.scale_metric(float("nan"), "regression", "pearson") == 0.0
-    assert math.isnan(report.scale_metric(float("nan"), "classification", "accuracy"))
-    assert report.scale_metric(45.0, "span", "f1") == 45.0
-
-
 def test_metric_means_and_baselines():
     records = pd.DataFrame({"variant": ["b", "b", "a"], "task": ["mrpc"] * 3, "seed": [0, 1, 0],
                             "metric": ["f1"] * 3, "value": [10.0, 20.0, 5.0]})

@@ -11,7 +11,7 @@ test examples they are scored on (``profile.task_max_eval``):
   for F1 (score ``2p / (1 + p)`` with ``p`` the share of positives; "always negative" scores 0),
   the majority label for accuracy; every constant has Matthews correlation 0. For regression the
   constant is the mean training label, whose correlations are undefined and count 0
-  (``report.scale_metric``). A task's constant score is the mean of these per-metric scores, each
+  (``metrics.scale_metric``). A task's constant score is the mean of these per-metric scores, each
   metric with its own constant (for MRPC: the validation majority for accuracy, "always
   paraphrase" for F1).
 * **a bag-of-words model** for each sentence-level task (:func:`bag_of_words`): logistic
@@ -249,17 +249,15 @@ def baseline_payloads(runner, tasks: Sequence[str]) -> dict[tuple[str, str, int,
 
 def best_constant_scores(runner, tasks: Sequence[str], groups: Mapping[str, Sequence[str]] | None = None,
                          split: str = "test") -> dict[str, float]:
-    """The best constant predictor's score of each score column, in percent (``report.scale_metric``):
+    """The best constant predictor's score of each score column, in percent (``metrics.scale_metric``):
     each task's (mean of its metrics, each metric's constant chosen on the validation split) and
     each group's (name -> tasks; the mean of its tasks' scores, absent unless all are in
     ``tasks``). A model at or below this level is at chance on the column."""
-    from pe_lib.report import scale_metric  # here: report may import this module
-
     scores = {}
     for task in tasks:
         payload = runner.ensure_baselines(task).payload
         values = payload["baselines"]["constant"][split]
-        scores[task] = float(np.mean([scale_metric(v, payload["kind"], m) for m, v in values.items()]))
+        scores[task] = float(np.mean([metrics.scale_metric(v, payload["kind"], m) for m, v in values.items()]))
     for name, members in (groups or {}).items():
         if members and all(t in scores for t in members):
             scores[name] = float(np.mean([scores[t] for t in members]))

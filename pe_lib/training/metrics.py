@@ -7,6 +7,7 @@ gold answers; an unanswerable question (no gold answers) scores 1 only for the e
 from __future__ import annotations
 
 import collections
+import math
 import re
 import string
 from collections.abc import Sequence
@@ -83,3 +84,17 @@ def squad_scores(predictions: dict[str, str], golds: dict[str, list[str]]) -> di
         em.append(max(exact_match(prediction, a) for a in answers))
         f1.append(max(token_f1(prediction, a) for a in answers))
     return {"exact_match": 100 * float(np.mean(em)), "f1": 100 * float(np.mean(f1))}
+
+
+#: Correlation metrics: undefined (NaN) for a constant prediction, which is counted as 0.
+CORRELATIONS = ("pearson", "spearmanr")
+
+
+def scale_metric(value: float, kind: str, metric: str = "") -> float:
+    """A metric in percent: span (SQuAD) metrics are already, the others are multiplied by 100.
+    An undefined correlation (NaN: the model predicted a constant) counts as 0, like the
+    Matthews correlation of a constant prediction."""
+    value = float(value) if value is not None else math.nan
+    if math.isnan(value) and metric in CORRELATIONS:
+        value = 0.0
+    return value if kind == "span" else 100.0 * value

@@ -37,3 +37,9 @@ def test_glue_metrics():
 def test_empty_squad_is_an_error():
     with pytest.raises(ValueError, match="no questions"):
         metrics.squad_scores({}, {})
+
+
+def test_scale_metric_counts_an_undefined_correlation_as_zero():
+    assert metrics.scale_metric(float("nan"), "regression", "pearson") == 0.0
+    assert math.isnan(metrics.scale_metric(float("nan"), "classification", "accuracy"))
+    assert metrics.scale_metric(45.0, "span", "f1") == 45.0

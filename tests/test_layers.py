@@ -1,0 +1,62 @@
+"""The flow of the package: text -> data -> models -> training -> experiments -> chapters -> book.
+No module imports one above it (function-level imports included), so the library stands apart
+from the book's application; a module this map does not place fails the test until it is placed."""
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LAYERS = (
+    ("base", {"pe_lib.errors", "pe_lib.io"}),
+    ("data", {"pe_lib.data"}),
+    ("models", {"pe_lib", "pe_lib.positions", "pe_lib.model", "pe_lib.sinusoid", "pe_lib.hf_import",
+                "pe_lib.properties", "pe_lib.probing", "pe_lib.geometry"}),
+    ("training", {"pe_lib.training", "pe_lib.extrapolation", "pe_lib.pretrained_pes"}),
+    ("experiments", {"pe_lib.experiments"}),
+    ("chapters", {"pe_lib.report", "pe_lib.bench"}),
+    ("book", {"pe_lib.book", "pe_lib.book_check", "pe_lib.publish"}),
+    ("command line", {"pe_lib.commands", "pe_lib.cli", "pe_lib.__main__"}),
+)
+
+
+def layer(module: str) -> int:
+    """The index of the layer of ``module`` (its own entry or its package's, the longest match;
+    ``pe_lib`` itself stands only for the package's ``__init__``)."""
+    matches = [(len(prefix), i) for i, (_, prefixes) in enumerate(LAYERS) for prefix in prefixes
+               if module == prefix or (prefix != "pe_lib" and module.startswith(prefix + "."))]
+    assert matches, f"{module} is in no layer of tests/test_layers.py"
+    return max(matches)[1]
+
+
+def imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {m for m in found if m == "pe_lib" or m.startswith("pe_lib.")}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    upward = []
+    for path in sorted((ROOT / "pe_lib").rglob("*.py")):
+        me = module_name(path)
+        upward += [f"{me} ({LAYERS[layer(me)][0]}) imports {other} ({LAYERS[layer(other)][0]})"
+                   for other in sorted(imports(path)) if layer(other) > layer(me)]
+    assert not upward, "\n".join(upward)
+
+
+def test_the_check_sees_function_level_imports(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text("def f():\n    from pe_lib.report import scale_metric\n    import pe_lib.book\n")
+    assert imports(source) == {"pe_lib.report", "pe_lib.book"}
+    assert layer("pe_lib.data.tasks") < layer("pe_lib.training.pretrain") < layer("pe_lib.report")
+    with pytest.raises(AssertionError, match="pe_lib.newcomer is in no layer"):
+        layer("pe_lib.newcomer")
