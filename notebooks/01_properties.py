@@ -40,7 +40,8 @@ import seaborn as sns
 import torch
 
 from pe_lib import PEBertConfig, PEBertModel, book, parse_variant, report
-from pe_lib.properties import chen_locality, chen_symmetry, indicators, proximity
+from pe_lib.probing import proximity
+from pe_lib.properties import chen_locality, chen_symmetry, indicators
 
 book.record_names(globals())
 
@@ -129,7 +130,7 @@ theory
 #
 # For each variant the next cell builds a {glue:text}`hidden_size`-wide PEBert model (seed
 # {glue:text}`seed`, dropout off) and computes three proximity matrices with
-# `pe_lib.properties.proximity`:
+# `pe_lib.probing.proximity`:
 #
 # * the dot products of the absolute position vectors ($\phi[x, y] = p_x \cdot p_y$, APE
 #   variants);

@@ -29,7 +29,7 @@ through a temporary folder moved into place at once.
 
 Hub models (``bert-base-uncased``, ``roberta-base``, ``gpt2``, any HF model with an APE) load
 with :func:`transformers.AutoModel.from_pretrained` and
-:func:`pe_lib.properties.absolute_position_matrix` (which drops RoBERTa's two offset rows).
+:func:`pe_lib.probing.absolute_position_matrix` (which drops RoBERTa's two offset rows).
 Offline (``HF_HUB_OFFLINE``/``HF_DATASETS_OFFLINE`` set, or the hub unreachable) and not in the
 local HuggingFace cache, they fail at once with :class:`HubModelUnavailable` ("skipped: offline").
 """
@@ -428,7 +428,7 @@ def _hub_model(hub_id: str):
 
 def load_hub_matrix(hub_id: str) -> tuple[np.ndarray, MatrixInfo]:
     """The APE matrix of a hub model (RoBERTa-style offsets dropped) and its :class:`MatrixInfo`."""
-    from pe_lib.properties import absolute_position_matrix
+    from pe_lib.probing import absolute_position_matrix
 
     model = _hub_model(hub_id)
     tensor, matrix = absolute_position_matrix(model)  # (positions, hidden)
@@ -437,7 +437,7 @@ def load_hub_matrix(hub_id: str) -> tuple[np.ndarray, MatrixInfo]:
     revision = getattr(config, "_commit_hash", None) or "unknown revision"
     info = MatrixInfo(hub_id, hub_id, f"{config.model_type}, {config.num_hidden_layers} layers, hidden "
                       f"{config.hidden_size}", "hub", tensor, raw_rows, raw_rows - matrix.shape[0],
-                      "offset rows dropped by pe_lib.properties.absolute_position_matrix", (f"hub {hub_id} @ {revision}",))
+                      "offset rows dropped by pe_lib.probing.absolute_position_matrix", (f"hub {hub_id} @ {revision}",))
     return matrix, info
 
 

@@ -1,8 +1,15 @@
-"""Identical-word probing (Wang et al. 2021): feed a sequence in which every token is the same word,
+"""Reading a model's position embeddings as proximity matrices (the inputs of
+:mod:`pe_lib.properties`, which is pure numpy).
+
+Identical-word probing (Wang et al. 2021): feed a sequence in which every token is the same word,
 so that attention can depend on position only, and average the attention map over heads and many
 random words.
 
     A^l = mean_{w in W} mean_h softmax(s^{l,h}(w, w, ..., w))       an (n, n) matrix, rows = queries
+
+:func:`proximity` gives that map, or the dot products of a PEBert model's absolute position or
+relative offset vectors; :func:`absolute_position_matrix` reads the position table of any
+HuggingFace model.
 """
 from __future__ import annotations
 
@@ -54,3 +61,69 @@ def identical_word_attention(
         total += probs.double().mean(dim=1).sum(dim=0)  # (n, n)
     encoder.train(was_training)
     return (total / n_words).numpy()
+
+
+# --------------------------------------------------------------------------
+# Proximity matrices of a model's position embeddings
+# --------------------------------------------------------------------------
+
+PROXIMITY_KINDS = ("ape", "rpe", "probe")
+
+
+def proximity(model, kind: str = "ape", length: int | None = None, layer: int = 0, **probe_options) -> np.ndarray:
+    r"""The proximity matrix ``phi`` of a PEBert model's position embedding.
+
+    * ``"ape"``: dot products of absolute position vectors, :math:`\phi[x, y] = p_x \cdot p_y`
+      over positions ``0..length-1`` (default: ``max_position_embeddings``).
+    * ``"rpe"``: dot products of relative offset vectors of layer ``layer``,
+      :math:`\phi[a, b] = r_{m_a} \cdot r_{m_b}` over offsets ``m = -k..k`` (row ``a`` is offset
+      ``a - k``; ``k`` = ``rpe_max_distance``, or ``length // 2`` when given, at most ``k``).
+    * ``"probe"``: the identical-word attention map of layer ``layer``
+      (:func:`pe_lib.probing.identical_word_attention`, rows are queries), default length 64;
+      ``probe_options`` go to that function (``n_words``, ``seed``, ...).
+
+    Returns a float64 ``(n, n)`` array. Raises ValueError if the model has no PE of that kind.
+    """
+    if kind not in PROXIMITY_KINDS:
+        raise ValueError(f"unknown proximity kind {kind!r}; valid: {', '.join(PROXIMITY_KINDS)}")
+    encoder = base_encoder(model)
+    variant = encoder.config.position_embedding
+    if kind == "probe":
+        return identical_word_attention(encoder, length=length or 64, layer=layer, **probe_options)
+    with torch.no_grad():
+        if kind == "ape":
+            ape = encoder.embeddings.position
+            if ape is None:
+                raise ValueError(f"variant {variant!r} has no absolute position embedding (kind='ape')")
+            n = length or ape.max_positions or encoder.config.max_position_embeddings
+            vectors = ape(torch.arange(n)[None])[0]  # (n, H); refuses n beyond the APE's maximum
+        else:
+            rpe = encoder.relative_for(layer)
+            if rpe is None or not rpe.has_offset_table:
+                raise ValueError(f"variant {variant!r} has no relative offset vectors (kind='rpe' needs rpe-*)")
+            k = rpe.max_distance if length is None else min(rpe.max_distance, length // 2)
+            vectors = rpe.table(k)  # (2k+1, d)
+        return (vectors @ vectors.T).double().numpy()  # (n, n)
+
+
+#: Parameter-name endings of absolute position-embedding matrices in HuggingFace models
+#: (BERT/RoBERTa/MPNet/ELECTRA..., GPT-2, BART/OPT-style learned positions).
+_APE_PARAMETER_ENDINGS = ("position_embeddings.weight", "wpe.weight", "embed_positions.weight")
+#: model types whose position ids start at padding_idx + 1 (the first rows are never used).
+_OFFSET_POSITIONS = {"roberta": 2, "xlm-roberta": 2, "camembert": 2, "mpnet": 2, "longformer": 2, "opt": 2}
+
+
+def absolute_position_matrix(model) -> tuple[str, np.ndarray]:
+    """The absolute position-embedding matrix of any HuggingFace model: ``(parameter name, P)`` with
+    one row per usable position (RoBERTa-style offsets dropped). ValueError naming what the model
+    has instead when it has none (e.g. rotary or relative positions)."""
+    matrices = [(name, p) for name, p in model.named_parameters()
+                if name.endswith(_APE_PARAMETER_ENDINGS) and p.ndim == 2]
+    config = model.config
+    if not matrices:
+        hints = sorted({k for k in config.to_dict() if any(s in k for s in ("position", "rope", "rotary", "relative"))})
+        found = ", ".join(f"{k}={getattr(config, k)!r}" for k in hints) or "no position settings in its config"
+        raise ValueError(f"{config.model_type!r} model has no absolute position-embedding matrix (found: {found})")
+    name, weight = matrices[0]
+    offset = _OFFSET_POSITIONS.get(config.model_type, 0)
+    return name, weight.detach().double().numpy()[offset:]

@@ -3,7 +3,8 @@ import pytest
 
 from pe_lib import PEBertForMaskedLM, PEBertModel
 from pe_lib.probing import identical_word_attention
-from pe_lib.properties import indicators, proximity
+from pe_lib.probing import proximity
+from pe_lib.properties import indicators
 
 
 def test_without_positions_identical_words_get_uniform_attention(make_config):

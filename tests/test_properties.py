@@ -281,3 +281,16 @@ def test_chen_symmetry_bad_input(bad):
 def test_chen_locality_bad_input():
     with pytest.raises(ValueError):
         chen_locality(np.zeros((3, 4)))
+
+
+def test_the_indicators_are_pure_numpy():
+    """properties.py reads matrices, never a model: no torch, no other pe_lib module."""
+    import ast
+    from pathlib import Path
+
+    import pe_lib.properties
+
+    tree = ast.parse(Path(pe_lib.properties.__file__).read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert not {m for m in imported if m and (m.startswith(("torch", "pe_lib", "transformers")))}, imported

@@ -9,7 +9,7 @@ import json
 
 
 def configure(parser) -> None:
-    from pe_lib.properties import PROXIMITY_KINDS
+    from pe_lib.probing import PROXIMITY_KINDS
 
     parser.add_argument("model", help="folder or hub id of a PEBert model or of any HF model with an absolute PE matrix")
     parser.add_argument("--kind", nargs="+", choices=PROXIMITY_KINDS, help="which proximities (default: all the model has)")
@@ -34,7 +34,8 @@ def run(args) -> int:
     from pe_lib.commands.common import check_weights, load_model, model_config
     from pe_lib.errors import InputError
     from pe_lib.model import PEBertConfig
-    from pe_lib.properties import absolute_position_matrix, indicators, proximity
+    from pe_lib.probing import absolute_position_matrix, proximity
+    from pe_lib.properties import indicators
 
     config = model_config(args.model)
     check_weights(args.model)
