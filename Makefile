@@ -21,7 +21,7 @@ test: $(STAMP)
 	$(OFFLINE) $(PY) -m pytest -q
 
 book: $(STAMP)
-	$(OFFLINE) $(PY) -m pe_lib.cli book --profile $(PROFILE)
+	$(OFFLINE) $(PY) -m pe_book.cli book --profile $(PROFILE)
 
 # Committed results are found from a fresh cache: prepare the data into an empty cache; then, for
 # each profile of PROFILES, the dry run must list no orphan (a stored artifact this code would never
@@ -31,9 +31,9 @@ PROFILES ?= $(PROFILE)
 COMPLETE ?=
 check-keys: $(STAMP)
 	rm -rf $(FRESH_CACHE)
-	$(OFFLINE) $(PY) -m pe_lib.cli data --cache $(FRESH_CACHE) --no-progress > /dev/null
+	$(OFFLINE) $(PY) -m pe_book.cli data --cache $(FRESH_CACHE) --no-progress > /dev/null
 	set -e; for p in $(PROFILES); do \
-		$(OFFLINE) $(PY) -m pe_lib.cli run --profile $$p --cache $(FRESH_CACHE) --dry-run --check > .cache/dry-run-$$p.txt \
+		$(OFFLINE) $(PY) -m pe_book.cli run --profile $$p --cache $(FRESH_CACHE) --dry-run --check > .cache/dry-run-$$p.txt \
 			|| { cat .cache/dry-run-$$p.txt; exit 1; }; \
 		echo "$$p: $$(tail -1 .cache/dry-run-$$p.txt)"; \
 	done
@@ -44,12 +44,12 @@ check-keys: $(STAMP)
 # Recomputes one variant of a profile from scratch and compares every number with the committed one.
 verify-results: $(STAMP)
 	@test -n "$(VARIANT)" || (echo "usage: make verify-results VARIANT=ape-learned [PROFILE=cpu]"; exit 2)
-	$(OFFLINE) $(PY) -m pe_lib.cli verify --profile $(PROFILE) --variant $(VARIANT)
+	$(OFFLINE) $(PY) -m pe_book.cli verify --profile $(PROFILE) --variant $(VARIANT)
 
 # Opens every page of the built book in headless Chromium (Debian's chromium + chromium-driver).
 check-book: $(STAMP) chromium
 	test -f book/_build/html/index.html || $(MAKE) book
-	$(PY) -m pe_lib.book_check
+	$(PY) -m pe_book.book_check
 
 chromium:
 	command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
@@ -58,15 +58,15 @@ chromium:
 # Publishing (.github/workflows/book.yml): the repository URL must be the repository being built,
 # and the Colab notebooks of a commit are written for the branch colab.
 check-repository: $(STAMP)
-	$(PY) -m pe_lib.cli publish check
+	$(PY) -m pe_book.cli publish check
 
 COLAB_DIR ?= .cache/colab
 colab: $(STAMP)
 	@test -n "$(COMMIT)" || (echo "usage: make colab COMMIT=<40-digit commit> [COLAB_DIR=folder]"; exit 2)
-	$(PY) -m pe_lib.cli publish colab --commit $(COMMIT) --out $(COLAB_DIR) --profile $(PROFILE)
+	$(PY) -m pe_book.cli publish colab --commit $(COMMIT) --out $(COLAB_DIR) --profile $(PROFILE)
 
 bench: $(STAMP)
-	$(OFFLINE) $(PY) -m pe_lib.bench --json results/bench.json
+	$(OFFLINE) $(PY) -m pe_book.bench --json results/bench.json
 
 clean:
 	rm -rf book/_build .pytest_cache

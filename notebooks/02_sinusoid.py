@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from pe_lib import book, report
+from pe_book import book, report
 from pe_lib.sinusoid import frequencies, integer_monotonic_range, monotonic_range, psi, psi_prime
 
 book.record_names(globals())

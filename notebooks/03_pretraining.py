@@ -19,7 +19,7 @@
 # {cite:t}`wang2021position` pretrain one BERT-base-sized encoder {cite}`devlin2019bert` per
 # position embedding with the masked-language-model objective, then fine-tune each on GLUE and
 # SQuAD. Their corpus, number of steps, batch size and learning rates are not known. This project
-# defines its own *profiles* (`pe_lib.experiments.profiles`): every model of a profile has the
+# defines its own *profiles* (`pe_book.experiments.profiles`): every model of a profile has the
 # same size, data, optimiser and number of steps, and differs from the others only in its position
 # embedding, so that differences between them can be put on the position embedding.
 #
@@ -37,8 +37,8 @@ import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_lib import book, report
-from pe_lib.experiments import baselines
+from pe_book import book, report
+from pe_book.experiments import baselines
 
 book.record_names(globals())
 
@@ -120,7 +120,7 @@ pd.DataFrame({"value": [f"{setup[k]:,.4g}" if isinstance(setup[k], float) else f
 # baselines: the uniform guess over the vocabulary, and a **unigram model** that predicts every
 # masked token from the token frequencies of the training blocks (add-one smoothing), scored on
 # exactly the masked validation tokens of the models' validation loss
-# (`pe_lib.experiments.baselines`). A model at the unigram loss has learned which words are
+# (`pe_book.experiments.baselines`). A model at the unigram loss has learned which words are
 # frequent and nothing about their context.
 
 # %% tags=["hide-input"]

@@ -45,7 +45,8 @@ import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_lib import book, geometry, parse_variant, report
+from pe_lib import geometry, parse_variant
+from pe_book import book, report
 
 book.record_names(globals())
 
@@ -198,7 +199,7 @@ for alone, combined, key in [("ape-learned", "ape-learned+rpe-learned", "apel"),
 # %% [markdown]
 # ## The observations, measured
 #
-# Three numbers summarise each map (`pe_lib.report`); they are computed from the cosine
+# Three numbers summarise each map (`pe_book.report`); they are computed from the cosine
 # similarities of the vectors, so that a few long vectors do not dominate:
 #
 # * **diagonal contrast** (APE): the mean cosine of position vectors at distance 1 to

@@ -37,7 +37,8 @@ import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_lib import book, parse_variant, report
+from pe_lib import parse_variant
+from pe_book import book, report
 
 book.record_names(globals())
 

@@ -38,8 +38,8 @@ import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_lib import book, report
-from pe_lib.experiments import baselines
+from pe_book import book, report
+from pe_book.experiments import baselines
 
 book.record_names(globals())
 
@@ -99,7 +99,7 @@ origin.style.set_table_attributes('class="dataframe"')
 # the tasks, computed per seed. Cells give the mean over seeds ± the standard deviation over
 # seeds; {glue:text}`spread_note`. The best mean of each column is in bold and marked ▲ (no mark
 # where every variant ties). The last two rows are baselines, not variants, trained and scored on
-# the same examples as the models (`pe_lib.experiments.baselines`):
+# the same examples as the models (`pe_book.experiments.baselines`):
 #
 # * **baseline: best constant** ignores its input. For each metric it predicts the constant that
 #   scores best on the *validation* split (so the choice never sees the test labels), and its

@@ -37,8 +37,8 @@ import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_lib import book, report
-from pe_lib.experiments import baselines
+from pe_book import book, report
+from pe_book.experiments import baselines
 
 book.record_names(globals())
 
@@ -97,7 +97,7 @@ origin.style.set_table_attributes('class="dataframe"')
 # `split="validation"`, the v2.0 scores are optimistic: the threshold was chosen on those questions).
 #
 # The last three rows are baselines, not variants: fixed rules scored with the same code on the
-# same questions (`pe_lib.experiments.baselines`). **baseline: best constant** always answers "no
+# same questions (`pe_book.experiments.baselines`). **baseline: best constant** always answers "no
 # answer" (the only constant that scores: the share of unanswerable questions on v2.0, 0 on
 # v1.1); **baseline: first sentence** answers the first sentence of the context; **baseline:
 # question overlap** answers the sentence of the context that shares the most words with the

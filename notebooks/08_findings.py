@@ -42,9 +42,10 @@ import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_lib import book, parse_variant, report
+from pe_lib import parse_variant
+from pe_book import book, report
 from pe_lib.data.tasks import get_task
-from pe_lib.experiments.baselines import best_constant_scores
+from pe_book.experiments.baselines import best_constant_scores
 
 book.record_names(globals())
 
@@ -155,7 +156,7 @@ plt.close(fig)
 #
 # ## The paper's claims, one by one
 #
-# **The rule** (`pe_lib.experiments.stats`, whose docstring has the details). Each claim about
+# **The rule** (`pe_book.stats`, whose docstring has the details). Each claim about
 # scores is reduced to comparisons "variant A scores higher than variant B on a column" (a task
 # or an average) and a quantifier.
 #

@@ -17,7 +17,7 @@
 # # Performance
 #
 # The scientific reach of the cpu profile is bounded by how many tokens a 2-core CPU pushes through
-# pretraining. This chapter reports the project's benchmark (`make bench`, `python -m pe_lib.bench`),
+# pretraining. This chapter reports the project's benchmark (`make bench`, `python -m pe_book.bench`),
 # whose every figure is a ratio of measurements taken side by side in one run, on one machine:
 # pe_lib's training step against HuggingFace's `BertForMaskedLM` with the same configuration, every
 # position embedding against `ape-learned`, the relative-attention term against the naive
@@ -33,7 +33,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from pe_lib import bench, book
+from pe_book import bench, book
 
 book.record_names(globals())
 
@@ -41,13 +41,13 @@ book.record_names(globals())
 # ## Parameters
 
 # %% tags=["parameters"]
-bench_json: str = "results/bench.json"  # output of `make bench` (python -m pe_lib.bench --json ...)
+bench_json: str = "results/bench.json"  # output of `make bench` (python -m pe_book.bench --json ...)
 
 # %% tags=["hide-input"]
 params = book.check_notebook_parameters(globals())
 path = Path(bench_json)
 if not path.exists():
-    raise FileNotFoundError(f"{bench_json} not found: run `make bench` (python -m pe_lib.bench --json {bench_json})")
+    raise FileNotFoundError(f"{bench_json} not found: run `make bench` (python -m pe_book.bench --json {bench_json})")
 result = json.loads(path.read_text())
 machine = result["machine"]
 book.glue("machine_cpu", machine["cpu"])
@@ -211,7 +211,7 @@ if len(profile):
         book.glue(f"matmul_share_{dtype}", 100 * ours.loc[dtype, "matmul_floor_ms"] / ours.loc[dtype, "step_ms"])
     floor_table = ours[["step_ms", "matmul_floor_ms", "max_speedup"]].assign(hf_step_ms=theirs["step_ms"])
 else:
-    floor_table = pd.DataFrame({"note": ["no profile section in this benchmark run: python -m pe_lib.bench --sections profile"]})
+    floor_table = pd.DataFrame({"note": ["no profile section in this benchmark run: python -m pe_book.bench --sections profile"]})
 floor_table
 
 # %% [markdown]

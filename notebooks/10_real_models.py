@@ -44,7 +44,7 @@ import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_lib import book, report
+from pe_book import book, report
 from pe_lib import pretrained_pes as pes
 
 book.record_names(globals())

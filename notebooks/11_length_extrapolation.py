@@ -53,7 +53,8 @@ import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_lib import book, extrapolation, report
+from pe_lib import extrapolation
+from pe_book import book, report
 from pe_lib.positions import parse_variant
 
 book.record_names(globals())

@@ -54,8 +54,8 @@ import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_lib import book, report
-from pe_lib.experiments.baselines import best_constant_scores
+from pe_book import book, report
+from pe_book.experiments.baselines import best_constant_scores
 
 book.record_names(globals())
 

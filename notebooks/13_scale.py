@@ -41,8 +41,8 @@ import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_lib import book, report
-from pe_lib.experiments import scale
+from pe_book import book, report
+from pe_book.experiments import scale
 
 book.record_names(globals())
 

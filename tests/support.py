@@ -43,7 +43,7 @@ class StoreLockHolder:
         import sys
 
         self.holder = subprocess.Popen([sys.executable, "-c", (
-            "import time; from pe_lib.experiments.store import Store\n"
+            "import time; from pe_book.experiments.store import Store\n"
             f"with Store({str(self.root)!r}, {self.profile!r}).lock():\n"
             "    print('locked', flush=True); time.sleep(30)")], stdout=subprocess.PIPE, text=True)
         assert self.holder.stdout.readline().strip() == "locked"

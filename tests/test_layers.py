@@ -7,24 +7,25 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("pe_lib", "pe_book")  # the library, then the reproduction built on it
 LAYERS = (
     ("base", {"pe_lib.errors", "pe_lib.io"}),
     ("data", {"pe_lib.data"}),
     ("models", {"pe_lib", "pe_lib.positions", "pe_lib.model", "pe_lib.sinusoid", "pe_lib.hf_import",
                 "pe_lib.properties", "pe_lib.probing", "pe_lib.geometry"}),
     ("training", {"pe_lib.training", "pe_lib.extrapolation", "pe_lib.pretrained_pes"}),
-    ("experiments", {"pe_lib.experiments"}),
-    ("chapters", {"pe_lib.report", "pe_lib.bench"}),
-    ("book", {"pe_lib.book", "pe_lib.book_check", "pe_lib.publish"}),
-    ("command line", {"pe_lib.commands", "pe_lib.cli", "pe_lib.__main__"}),
+    ("experiments", {"pe_book.experiments", "pe_book.stats"}),
+    ("chapters", {"pe_book.report", "pe_book.bench"}),
+    ("book", {"pe_book.book", "pe_book.book_check", "pe_book.publish"}),
+    ("command line", {"pe_book", "pe_book.commands", "pe_book.cli", "pe_book.__main__"}),
 )
 
 
 def layer(module: str) -> int:
     """The index of the layer of ``module`` (its own entry or its package's, the longest match;
-    ``pe_lib`` itself stands only for the package's ``__init__``)."""
+    a package's own name stands only for its ``__init__``)."""
     matches = [(len(prefix), i) for i, (_, prefixes) in enumerate(LAYERS) for prefix in prefixes
-               if module == prefix or (prefix != "pe_lib" and module.startswith(prefix + "."))]
+               if module == prefix or (prefix not in PACKAGES and module.startswith(prefix + "."))]
     assert matches, f"{module} is in no layer of tests/test_layers.py"
     return max(matches)[1]
 
@@ -36,7 +37,7 @@ def imports(path: Path) -> set[str]:
             found.add(node.module)
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
-    return {m for m in found if m == "pe_lib" or m.startswith("pe_lib.")}
+    return {m for m in found if m.split(".")[0] in PACKAGES}
 
 
 def module_name(path: Path) -> str:
@@ -46,7 +47,7 @@ def module_name(path: Path) -> str:
 
 def test_no_module_imports_a_layer_above_its_own():
     upward = []
-    for path in sorted((ROOT / "pe_lib").rglob("*.py")):
+    for path in sorted(p for package in PACKAGES for p in (ROOT / package).rglob("*.py")):
         me = module_name(path)
         upward += [f"{me} ({LAYERS[layer(me)][0]}) imports {other} ({LAYERS[layer(other)][0]})"
                    for other in sorted(imports(path)) if layer(other) > layer(me)]
@@ -55,8 +56,8 @@ def test_no_module_imports_a_layer_above_its_own():
 
 def test_the_check_sees_function_level_imports(tmp_path):
     source = tmp_path / "m.py"
-    source.write_text("def f():\n    from pe_lib.report import scale_metric\n    import pe_lib.book\n")
-    assert imports(source) == {"pe_lib.report", "pe_lib.book"}
-    assert layer("pe_lib.data.tasks") < layer("pe_lib.training.pretrain") < layer("pe_lib.report")
+    source.write_text("def f():\n    from pe_book.report import scale_metric\n    import pe_book.book\n")
+    assert imports(source) == {"pe_book.report", "pe_book.book"}
+    assert layer("pe_lib.data.tasks") < layer("pe_lib.training.pretrain") < layer("pe_book.report")
     with pytest.raises(AssertionError, match="pe_lib.newcomer is in no layer"):
         layer("pe_lib.newcomer")

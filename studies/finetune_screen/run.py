@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from pe_lib.experiments.profiles import SCALE
-from pe_lib.experiments.runner import Runner
+from pe_book.experiments.profiles import SCALE
+from pe_book.experiments.runner import Runner
 from pe_lib.training.finetune import finetune
 
 OUT = Path(__file__).with_name("results.jsonl")

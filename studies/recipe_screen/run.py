@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import torch
 torch.set_num_threads(1)
-from pe_lib.experiments.profiles import get_profile
-from pe_lib.experiments.runner import Runner
+from pe_book.experiments.profiles import get_profile
+from pe_book.experiments.runner import Runner
 from pe_lib.model import PEBertConfig, PEBertForMaskedLM, Layer, quiet_transformers
 from pe_lib.training.pretrain import mask_tokens, batch_rows, step_seed, autocast, NO_DECAY, use_bf16
 from pe_lib.properties import indicators

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pe_lib import cli
+from pe_book import cli
 from pe_lib.data import corpus as corpus_module
 from pe_lib.data.cache import default_cache_dir
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from transformers import BertTokenizer
 
-from pe_lib.experiments.profiles import SMOKE
-from pe_lib.experiments.runner import Runner
+from pe_book.experiments.profiles import SMOKE
+from pe_book.experiments.runner import Runner
 from pe_lib.training.pretrain import PretrainConfig
 
 WORDS = "good bad film plot the was a cat dog sat".split()

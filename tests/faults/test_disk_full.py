@@ -97,7 +97,7 @@ def test_a_real_full_disk_during_pretraining(make_config, tmp_path, small_tmpfs)
 
 
 def test_a_full_disk_while_writing_token_blocks(runner, tmp_path, monkeypatch):
-    from pe_lib.experiments import runner as runner_module
+    from pe_book.experiments import runner as runner_module
 
     def full(path, **arrays):
         Path(path).write_bytes(b"PK\0")

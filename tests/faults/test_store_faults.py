@@ -8,8 +8,8 @@ import warnings
 import pytest
 from support import StoreLockHolder
 
-from pe_lib.experiments import store as store_module
-from pe_lib.experiments.store import Store
+from pe_book.experiments import store as store_module
+from pe_book.experiments.store import Store
 from pe_lib.io import LockedError, sha256_file, write_json
 
 

@@ -24,7 +24,7 @@ def test_two_cpu_processes_agree(tmp_path):
     (tmp_path / "tok" / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
     out = tmp_path / "run"
     command = [str(accelerate), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-               "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "pe_lib.cli", "pretrain",
+               "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "pe_book.cli", "pretrain",
                "--profile", "smoke", "--variant", "ape-learned+rpe-learned", "--corpus-file", str(corpus),
                "--tokenizer", str(tmp_path / "tok"), "--steps", "3", "--precision", "fp32", "--out", str(out), "--no-progress"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}

@@ -6,7 +6,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from pe_lib.experiments.profiles import SMOKE
+from pe_book.experiments.profiles import SMOKE
 from pe_lib.training.pretrain import MLMData, PretrainConfig, batch_rows, make_blocks, mask_tokens, pretrain
 
 SPECIAL = (0, 1, 2, 3, 4)  # [PAD] [UNK] [CLS] [SEP] [MASK]

@@ -1,0 +1,420 @@
+"""Side-by-side benchmarks (``python -m pe_book.bench`` or ``make bench``).
+
+Every figure is a ratio of measurements taken in the same run, interleaved step by step so that
+machine noise hits all contenders alike, and printed with a description of the machine:
+
+1. ``hf``: training throughput (tokens/s) of ``PEBertForMaskedLM`` (ape-learned) vs HF
+   ``BertForMaskedLM`` with the same configuration, fp32 and bf16 autocast, at each ``--seqs``;
+2. ``variants``: every basic variant's step time (and ``rpe-learned+untie-cls``'s) relative to
+   ``ape-learned`` (bf16), at each ``--seqs``;
+3. ``relative``: the relative-attention term alone, pe_lib's gather vs HF v4's naive
+   (n, n, head_dim) einsum: forward+backward time and peak memory, at 128..2048 tokens;
+4. ``mfu``: model FLOPs utilisation: the model FLOPs of a training step of the cpu profile's model
+   per second, divided by the matmul peak of this machine in the same dtype, measured here;
+5. ``smoke``: wall time of ``pe-lib run --profile smoke`` end to end and per stage (fresh results
+   and work folders, the data cache reused);
+6. ``profile``: where a training step's time goes (matmuls, dtype casts, dropout's random
+   numbers, other operators, the optimizer), pe_lib and HF, fp32 and bf16, at seq 128.
+
+A training step is forward + backward + AdamW update on an MLM batch with 15% of tokens masked.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import multiprocessing
+import statistics
+import sys
+import tempfile
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass
+
+import torch
+from transformers import BertConfig, BertForMaskedLM
+
+from pe_lib.model import PEBertConfig, PEBertForMaskedLM
+from pe_lib.positions import PE_VARIANTS
+
+SECTIONS = ("hf", "variants", "relative", "mfu", "smoke", "profile")
+#: The basic variants, and one with [CLS] untied (what the modifier costs).
+BENCH_VARIANTS = PE_VARIANTS + ("rpe-learned+untie-cls",)
+
+
+#: torch threads of every measurement: the cores of the machines this project runs on (the worker
+#: processes of the relative-attention section set it too); the JSON records it as torch_threads.
+THREADS = 2
+
+
+@dataclass
+class BenchConfig:
+    layers: int = 4
+    hidden: int = 256
+    heads: int = 4
+    vocab: int = 8000
+    batch: int = 32
+    seq: int = 128
+    rounds: int = 5  # timed steps per contender (after one warm-up step)
+
+
+def mlm_batch(cfg: BenchConfig, seed: int = 0) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(5, cfg.vocab, (cfg.batch, cfg.seq), generator=g)  # (B, n)
+    masked = torch.rand(cfg.batch, cfg.seq, generator=g) < 0.15  # (B, n)
+    labels = torch.where(masked, ids, torch.full_like(ids, -100))  # (B, n)
+    return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": labels}
+
+
+def pe_model(cfg: BenchConfig, variant: str) -> torch.nn.Module:
+    return PEBertForMaskedLM(PEBertConfig(
+        vocab_size=cfg.vocab, hidden_size=cfg.hidden, num_hidden_layers=cfg.layers, num_attention_heads=cfg.heads,
+        intermediate_size=4 * cfg.hidden, max_position_embeddings=max(512, cfg.seq), position_embedding=variant,
+    ))
+
+
+def hf_model(cfg: BenchConfig) -> torch.nn.Module:
+    return BertForMaskedLM(BertConfig(
+        vocab_size=cfg.vocab, hidden_size=cfg.hidden, num_hidden_layers=cfg.layers, num_attention_heads=cfg.heads,
+        intermediate_size=4 * cfg.hidden, max_position_embeddings=max(512, cfg.seq), attn_implementation="sdpa",
+    ))
+
+
+class Stepper:
+    """One model, its optimizer and a fixed batch; ``step()`` runs one timed training step."""
+
+    def __init__(self, model: torch.nn.Module, batch: dict, bf16: bool):
+        self.model = model.train()
+        self.batch = batch
+        self.bf16 = bf16
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        self.times: list[float] = []
+        self.step()  # warm-up (allocator, kernels)
+
+    def forward_backward(self) -> None:
+        with torch.autocast("cpu", dtype=torch.bfloat16) if self.bf16 else nullcontext():
+            loss = self.model(**self.batch).loss
+        loss.backward()
+
+    def step(self) -> float:
+        start = time.perf_counter()
+        self.forward_backward()
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return time.perf_counter() - start
+
+
+def race(steppers: dict[str, Stepper], rounds: int) -> dict[str, float]:
+    """Median seconds per step of each contender, one step each in turn, ``rounds`` times."""
+    for _ in range(rounds):
+        for stepper in steppers.values():
+            stepper.times.append(stepper.step())
+    return {name: statistics.median(s.times) for name, s in steppers.items()}
+
+
+def machine() -> dict:
+    from pe_book.experiments.store import hardware, versions
+
+    return {**hardware(), "torch_threads": torch.get_num_threads(), "versions": versions()}
+
+
+# ----------------------------------------------------------------------------- 1 and 2
+
+
+def pe_lib_and_hf(cfg: BenchConfig, bf16: bool) -> dict[str, Stepper]:
+    """pe_lib (ape-learned) and HF's BERT with the same configuration, on the same batch."""
+    batch = mlm_batch(cfg)
+    torch.manual_seed(0)
+    return {"pe_lib": Stepper(pe_model(cfg, "ape-learned"), batch, bf16), "hf": Stepper(hf_model(cfg), batch, bf16)}
+
+
+def bench_vs_hf(cfg: BenchConfig) -> list[dict]:
+    rows = []
+    for bf16 in (False, True):
+        med = race(pe_lib_and_hf(cfg, bf16), cfg.rounds)
+        tokens = cfg.batch * cfg.seq
+        rows.append({"seq": cfg.seq, "dtype": "bf16" if bf16 else "fp32", "pe_lib_tok_s": tokens / med["pe_lib"],
+                     "hf_tok_s": tokens / med["hf"], "speedup": med["hf"] / med["pe_lib"]})
+    return rows
+
+
+def bench_variants(cfg: BenchConfig, bf16: bool = True) -> list[dict]:
+    batch = mlm_batch(cfg)
+    torch.manual_seed(0)
+    steppers = {v: Stepper(pe_model(cfg, v), batch, bf16) for v in BENCH_VARIANTS}
+    med = race(steppers, cfg.rounds)
+    return [{"seq": cfg.seq, "variant": v, "ms_per_step": 1000 * t, "relative_to_ape_learned": t / med["ape-learned"]}
+            for v, t in med.items()]
+
+
+# ----------------------------------------------------------------------------- 3: relative attention
+
+
+def naive_relative(q: torch.Tensor, k: torch.Tensor, table: torch.Tensor, clip: int) -> torch.Tensor:
+    """HF v4 ``relative_key_query``: materialise E[i, j] = r_{clip(i - j)}, shape (n, n, d)."""
+    n = q.shape[-2]
+    distance = torch.arange(n)[:, None] - torch.arange(n)[None, :]  # (n, n)
+    embedding = table[distance.clamp(-clip, clip) + clip]  # (n, n, d)
+    return (torch.einsum("bhld,lrd->bhlr", q, embedding) + torch.einsum("bhrd,lrd->bhlr", k, embedding)) / math.sqrt(q.shape[-1])
+
+
+def _relative_worker(kind: str, n: int, batch: int, heads: int, head_dim: int, clip: int, queue) -> None:
+    """Run in a fresh process: time forward+backward of one implementation, report its peak RSS
+    growth over the resident set at the start (Linux /proc; the peak mark is reset first)."""
+    torch.set_num_threads(THREADS)
+    from pe_lib.positions import LearnedRPE
+
+    config = PEBertConfig(hidden_size=heads * head_dim, num_attention_heads=heads, rpe_max_distance=clip, rpe_key_query=True)
+    module = LearnedRPE(config)
+    q = torch.randn(batch, heads, n, head_dim, requires_grad=True)
+    k = torch.randn(batch, heads, n, head_dim, requires_grad=True)
+    run = (lambda: module.bias(q, k)) if kind == "pe_lib" else (lambda: naive_relative(q, k, module.weight, clip))
+    with open("/proc/self/clear_refs", "w") as f:  # reset the peak-RSS mark (VmHWM) to the current RSS
+        f.write("5")
+    before = proc_status_kib("VmRSS")
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        run().sum().backward()
+        times.append(time.perf_counter() - start)
+    queue.put({"seconds": statistics.median(times), "peak_mib": (proc_status_kib("VmHWM") - before) / 1024})
+
+
+def proc_status_kib(field: str) -> int:
+    """A memory field of /proc/self/status (VmRSS: resident now, VmHWM: peak since the last reset)."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith(field))
+
+
+def bench_relative(seqs=(128, 512, 1024, 2048), batch: int = 1, heads: int = 4, head_dim: int = 64, clip: int = 128) -> list[dict]:
+    """Each measurement in its own process, so that peak memory is that computation's alone."""
+    context = multiprocessing.get_context("spawn")
+    rows = []
+    for n in seqs:
+        row = {"seq": n}
+        for kind in ("pe_lib", "naive"):
+            queue = context.Queue()
+            process = context.Process(target=_relative_worker, args=(kind, n, batch, heads, head_dim, clip, queue))
+            process.start()
+            result = queue.get()
+            process.join()
+            row[f"{kind}_s"], row[f"{kind}_peak_mib"] = result["seconds"], result["peak_mib"]
+        row["time_ratio"] = row["pe_lib_s"] / row["naive_s"]
+        row["memory_ratio"] = row["pe_lib_peak_mib"] / row["naive_peak_mib"]
+        rows.append(row)
+    return rows
+
+
+# ----------------------------------------------------------------------------- 4: MFU
+
+
+def model_flops_per_step(config: PEBertConfig, batch: int, seq: int, mask_fraction: float = 0.15) -> float:
+    """Model FLOPs of one training step (forward + backward = 3x forward matmul FLOPs):
+    per token and layer 2(4H^2 + 2HI) for the projections and 4nH for q.k and attention.v; the MLM
+    head 2(H^2 + HV) on the masked fraction only. Embedding look-ups, norms and softmax are not counted."""
+    H, I, L, V = config.hidden_size, config.intermediate_size, config.num_hidden_layers, config.vocab_size
+    per_token = L * (2 * (4 * H * H + 2 * H * I) + 4 * seq * H) + mask_fraction * 2 * (H * H + H * V)
+    return 3 * per_token * batch * seq
+
+
+def matmul_seconds(m: int, k: int, n: int, dtype: torch.dtype, repeats: int) -> float:
+    """Best of ``repeats`` timings of an (m, k) @ (k, n) matmul in ``dtype``, after one warm-up."""
+    a, b = torch.randn(m, k, dtype=dtype), torch.randn(k, n, dtype=dtype)
+    a @ b
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def matmul_peak(dtype: torch.dtype, size: int = 2048, repeats: int = 10) -> float:
+    """FLOP/s of a square matmul in ``dtype`` on this machine (the best of ``repeats``)."""
+    return 2 * size**3 / matmul_seconds(size, size, size, dtype, repeats)
+
+
+def bench_mfu(profile_name: str = "cpu", batch: int = 32, rounds: int = 5) -> list[dict]:
+    from pe_book.experiments.profiles import get_profile
+
+    profile = get_profile(profile_name)
+    cfg = BenchConfig(layers=profile.model["num_hidden_layers"], hidden=profile.model["hidden_size"],
+                      heads=profile.model["num_attention_heads"], vocab=8192, batch=batch, seq=profile.seq_len, rounds=rounds)
+    rows = []
+    for bf16 in (True, False):
+        torch.manual_seed(0)
+        model = pe_model(cfg, "ape-learned")
+        seconds = race({"model": Stepper(model, mlm_batch(cfg), bf16)}, rounds)["model"]
+        flops = model_flops_per_step(model.config, cfg.batch, cfg.seq)
+        peak = matmul_peak(torch.bfloat16 if bf16 else torch.float32)
+        rows.append({"profile": profile_name, "dtype": "bf16" if bf16 else "fp32", "tokens_per_s": cfg.batch * cfg.seq / seconds,
+                     "achieved_tflops": flops / seconds / 1e12, "peak_tflops": peak / 1e12, "mfu": flops / seconds / peak})
+    return rows
+
+
+# ----------------------------------------------------------------------------- 6: where the time goes (profile)
+
+#: Operator -> category of the time breakdown (an operator not listed is "elementwise, norms, softmax").
+OP_CATEGORIES = {
+    "matmul": ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_scaled_dot_product_flash_attention_for_cpu",
+               "aten::_scaled_dot_product_flash_attention_for_cpu_backward"),
+    "copies and dtype casts": ("aten::copy_", "aten::_to_copy"),
+    "dropout random numbers": ("aten::uniform_", "aten::bernoulli_", "aten::random_"),
+}
+OTHER = "elementwise, norms, softmax"
+
+
+def op_shares(stepper: Stepper) -> dict[str, float]:
+    """Share of the forward+backward operators' self CPU time by category (torch.profiler; shares,
+    because the profiler's overhead inflates absolute times)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        stepper.forward_backward()
+    stepper.optimizer.zero_grad(set_to_none=True)
+    us = dict.fromkeys([*OP_CATEGORIES, OTHER], 0.0)
+    for event in prof.key_averages():
+        us[next((c for c, ops in OP_CATEGORIES.items() if event.key in ops), OTHER)] += event.self_cpu_time_total
+    total = sum(us.values())
+    return {k: v / total for k, v in us.items()}
+
+
+def step_matmuls(cfg: BenchConfig, mask_fraction: float = 0.15) -> list[tuple[int, int, int, int]]:
+    """The matmuls of one pe_lib training step as (count, m, k, n): forward and, for each, the two
+    backward matmuls of the same size (dX = dY W, dW = dY^T X). Per layer: q/k/v, output and the
+    two feed-forward projections over all tokens, q.k and attention.v per head; the sparse MLM head
+    (transform and tied decoder) over the masked tokens only."""
+    tokens, masked, H, I, V, n = cfg.batch * cfg.seq, round(mask_fraction * cfg.batch * cfg.seq), cfg.hidden, 4 * cfg.hidden, cfg.vocab, cfg.seq
+    d, heads = cfg.hidden // cfg.heads, cfg.batch * cfg.heads
+    per_layer = [(1, tokens, H, 3 * H), (1, tokens, H, H), (1, tokens, H, I), (1, tokens, I, H),
+                 (heads, n, d, n), (heads, n, n, d)]
+    shapes = [(cfg.layers * c, m, k, n_) for c, m, k, n_ in per_layer] + [(1, masked, H, H), (1, masked, H, V)]
+    return [(3 * c, m, k, n_) for c, m, k, n_ in shapes]
+
+
+def matmul_floor(cfg: BenchConfig, bf16: bool, repeats: int = 3) -> float:
+    """Seconds that the matmuls of one pe_lib training step take alone, each shape timed on its own
+    (best of ``repeats``) in the step's dtype: no step with these kernels can be faster."""
+    dtype = torch.bfloat16 if bf16 else torch.float32
+    return sum(count * matmul_seconds(m, k, n, dtype, repeats) for count, m, k, n in step_matmuls(cfg))
+
+
+def bench_profile(cfg: BenchConfig) -> list[dict]:
+    """What bounds the speed-up over HF, fp32 and bf16: each model's step time (raced, no profiler),
+    its operator-time shares (profiler), and pe_lib's matmul floor; ``max_speedup`` = HF's step
+    time / pe_lib's matmul floor is the most any pe_lib step could gain with these matmul kernels."""
+    rows = []
+    for bf16 in (False, True):
+        steppers = pe_lib_and_hf(cfg, bf16)
+        step_s = race(steppers, cfg.rounds)
+        floor = matmul_floor(cfg, bf16)
+        for name, stepper in steppers.items():
+            rows.append({"seq": cfg.seq, "dtype": "bf16" if bf16 else "fp32", "model": name, "step_ms": 1e3 * step_s[name],
+                         **({"matmul_floor_ms": 1e3 * floor, "max_speedup": step_s["hf"] / floor} if name == "pe_lib" else {}),
+                         "shares": op_shares(stepper)})
+    return rows
+
+
+# ----------------------------------------------------------------------------- 5: smoke pipeline
+
+
+def bench_smoke() -> dict:
+    """``pe-lib run --profile smoke`` into fresh results/work folders (the data cache is reused)."""
+    from pe_book.experiments.profiles import get_profile
+    from pe_book.experiments.runner import Runner
+
+    with tempfile.TemporaryDirectory(prefix="pe-bench-smoke-") as tmp:
+        start = time.perf_counter()
+        timings = Runner(get_profile("smoke"), f"{tmp}/results", f"{tmp}/work", progress=False).run()
+        return {"end_to_end_s": time.perf_counter() - start, **{f"{k}_s": v for k, v in timings.items()}}
+
+
+# ----------------------------------------------------------------------------- targets
+
+#: (name, section, row filter, value, comparison, threshold) of the project's performance targets.
+TARGETS = (
+    ("throughput vs HF, seq 128, fp32", "hf", {"seq": 128, "dtype": "fp32"}, "speedup", ">=", 2.0),
+    ("throughput vs HF, seq 128, bf16", "hf", {"seq": 128, "dtype": "bf16"}, "speedup", ">=", 2.0),
+    ("slowest variant vs ape-learned, seq 128", "variants", {"seq": 128}, "relative_to_ape_learned", "<=", 1.25),
+    ("slowest variant vs ape-learned, seq 512", "variants", {"seq": 512}, "relative_to_ape_learned", "<=", 1.5),
+    ("relative attention peak memory vs naive, seq 2048", "relative", {"seq": 2048}, "memory_ratio", "<=", 0.25),
+    ("MFU of the cpu profile's model, bf16", "mfu", {"dtype": "bf16"}, "mfu", ">=", 0.25),
+)
+
+
+def targets(result: dict) -> list[dict]:
+    """Each target with the measured value (the worst matching row), whether it is met, and for a
+    missed one how far it is short, relative to the threshold."""
+    rows = []
+    for name, section, where, key, op, threshold in TARGETS:
+        values = [r[key] for r in result.get(section, []) if all(r.get(k) == v for k, v in where.items())]
+        if not values:
+            rows.append({"target": name, "threshold": f"{op} {threshold:g}", "measured": None, "met": None, "short by": None})
+            continue
+        value = min(values) if op == ">=" else max(values)
+        met = value >= threshold if op == ">=" else value <= threshold
+        short = None if met else abs(value - threshold) / threshold
+        rows.append({"target": name, "threshold": f"{op} {threshold:g}", "measured": value, "met": bool(met), "short by": short})
+    return rows
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def print_report(result: dict) -> None:
+    m = result["machine"]
+    print(f"machine: {m['cpu']}, {m['cores']} cores, torch {m['versions']['torch']}, {m['torch_threads']} threads")
+    for r in result.get("hf", []):
+        print(f"[hf]       seq {r['seq']:4d} {r['dtype']}: pe_lib {r['pe_lib_tok_s']:7.0f} tok/s, hf {r['hf_tok_s']:7.0f} tok/s,"
+              f" speedup {r['speedup']:.2f}x")
+    for r in result.get("variants", []):
+        print(f"[variants] seq {r['seq']:4d} {r['variant']:16s} {r['ms_per_step']:8.1f} ms  {r['relative_to_ape_learned']:.2f}x")
+    for r in result.get("relative", []):
+        print(f"[relative] seq {r['seq']:4d}: time {r['pe_lib_s'] * 1e3:8.1f} vs {r['naive_s'] * 1e3:8.1f} ms ({r['time_ratio']:.2f}x),"
+              f" peak {r['pe_lib_peak_mib']:7.1f} vs {r['naive_peak_mib']:7.1f} MiB ({r['memory_ratio']:.2f}x)")
+    for r in result.get("mfu", []):
+        print(f"[mfu]      {r['profile']} model {r['dtype']}: {r['tokens_per_s']:.0f} tok/s, {r['achieved_tflops']:.3f} of"
+              f" {r['peak_tflops']:.3f} TFLOP/s peak = MFU {100 * r['mfu']:.1f}%")
+    for r in result.get("profile", []):
+        shares = ", ".join(f"{k} {100 * v:.0f}%" for k, v in r["shares"].items())
+        floor = f", matmul floor {r['matmul_floor_ms']:.0f} ms (max speed-up {r['max_speedup']:.2f}x)" if "max_speedup" in r else ""
+        print(f"[profile]  seq {r['seq']} {r['dtype']} {r['model']:6s}: {r['step_ms']:.0f} ms/step{floor}; {shares}")
+    if "smoke" in result:
+        print("[smoke]    " + ", ".join(f"{k} {v:.1f}" for k, v in result["smoke"].items()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pe_book.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
+    parser.add_argument("--seqs", nargs="+", type=int, default=[128, 512], help="sequence lengths for hf/variants")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--json", help="also write the results to this JSON file (atomically)")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(THREADS)
+    result: dict = {"machine": machine(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    from pe_book.experiments.store import git_commit
+
+    result["git_commit"] = git_commit()
+    for seq in args.seqs:
+        cfg = BenchConfig(seq=seq, rounds=args.rounds, batch=32 if seq <= 128 else 8)
+        if "hf" in args.sections:
+            result.setdefault("hf", []).extend(bench_vs_hf(cfg))
+        if "variants" in args.sections:
+            result.setdefault("variants", []).extend(bench_variants(cfg))
+    if "profile" in args.sections:
+        result["profile"] = bench_profile(BenchConfig(seq=128, batch=32))
+    if "relative" in args.sections:
+        result["relative"] = bench_relative()
+    if "mfu" in args.sections:
+        result["mfu"] = bench_mfu(rounds=args.rounds)
+    if "smoke" in args.sections:
+        result["smoke"] = bench_smoke()
+    print_report(result)
+    if args.json:
+        from pe_lib.io import write_json
+
+        write_json(args.json, result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,318 @@
+"""Open every page of the built book in headless Chromium and check it.
+
+``python -m pe_book.book_check [--html book/_build/html] [--screenshots book/_build/screenshots]``
+
+The HTML is served on 127.0.0.1 (``http.server`` in a thread) and every page is loaded by
+Chromium (Debian packages ``chromium`` and ``chromium-driver``) through selenium. For each page:
+
+* **figures**: every ``<img>`` has loaded (``naturalWidth > 0``) and every ``<figure>`` holds an
+  image or a table;
+* **mathematics**: where the page has math (Sphinx's ``.math`` elements), MathJax has rendered
+  each of them (an ``mjx-container`` inside, no ``mjx-merror``);
+* **links**: every local ``href``/``src`` resolves to a file of the build, and every ``#anchor``
+  to an element of its target page;
+* **offline**: the browser requested nothing but the local server (``data:``, ``blob:`` and
+  the browser's own ``chrome:`` resources aside);
+* **console**: no JavaScript error (the browser's own request for ``/favicon.ico`` aside).
+
+A full-page screenshot of each page goes to the screenshots folder, with ``report.json``. Exit
+status 1 if any page fails. Environment: ``CHROMIUM`` and ``CHROMEDRIVER`` override the paths of
+the browser and its driver.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlsplit
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_HTML = ROOT / "book" / "_build" / "html"
+DEFAULT_SHOTS = ROOT / "book" / "_build" / "screenshots"
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--disable-extensions",
+    "--disable-default-apps",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--metrics-recording-only",
+    "--hide-scrollbars",
+]
+WIDTH = 1280
+MAX_HEIGHT = 12000  # screenshots are cut off below this many pixels
+SKIP_DIRS = ("_static", "_sources", "_images")
+
+
+@dataclass
+class PageReport:
+    page: str
+    problems: list[str] = field(default_factory=list)
+    images: int = 0
+    math: int = 0
+    links: int = 0
+    screenshot: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+# ----------------------------------------------------------------------------- static parsing
+
+
+class _Collector(HTMLParser):
+    """Ids, local references and the presence of math in one HTML file."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.ids: set[str] = set()
+        self.refs: list[tuple[str, str]] = []  # (tag.attr, value)
+        self.has_math = False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        for key in ("id", "name"):
+            if attrs.get(key):
+                self.ids.add(attrs[key])
+        if "math" in (attrs.get("class") or "").split():
+            self.has_math = True
+        for key in ("href", "src"):
+            if attrs.get(key) and tag in ("a", "link", "script", "img", "iframe", "source"):
+                self.refs.append((f"{tag}.{key}", attrs[key]))
+
+
+@functools.lru_cache(maxsize=None)
+def _parse(path: Path) -> _Collector:
+    collector = _Collector()
+    collector.feed(path.read_text(encoding="utf8", errors="replace"))
+    return collector
+
+
+def pages(html_dir: Path) -> list[Path]:
+    return sorted(
+        p for p in html_dir.rglob("*.html") if not any(part in SKIP_DIRS for part in p.relative_to(html_dir).parts)
+    )
+
+
+def check_links(html_dir: Path, page: Path) -> tuple[int, list[str]]:
+    """Local references of ``page`` that do not resolve (files, and anchors in HTML files)."""
+    problems, count = [], 0
+    base = "http://book.invalid/" + page.relative_to(html_dir).as_posix()
+    for where, value in _parse(page).refs:
+        parts = urlsplit(value)
+        if parts.scheme in ("http", "https", "mailto", "javascript", "data", "tel") or value.startswith("//"):
+            continue
+        count += 1
+        target = urlsplit(urljoin(base, value))
+        rel = unquote(target.path).lstrip("/")
+        path = html_dir / rel
+        if rel == "" or path.is_dir():
+            path = path / "index.html"
+        if not path.is_file():
+            problems.append(f"broken {where} {value!r}: {path.relative_to(html_dir)} does not exist")
+            continue
+        fragment = unquote(target.fragment)
+        if fragment and path.suffix == ".html" and fragment not in _parse(path).ids:
+            problems.append(f"broken anchor {where} {value!r}: no id {fragment!r} in {path.relative_to(html_dir)}")
+    return count, problems
+
+
+# ----------------------------------------------------------------------------- serving
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # no request log on stderr
+        pass
+
+
+class serve:
+    """Serve ``directory`` on 127.0.0.1 (a free port) while the ``with`` block runs."""
+
+    def __init__(self, directory: Path):
+        handler = functools.partial(_QuietHandler, directory=str(directory))
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+
+    def __enter__(self) -> str:
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self.url
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+# ----------------------------------------------------------------------------- browser
+
+
+def _which(env: str, *names: str) -> str:
+    found = os.environ.get(env) or next((p for p in map(shutil.which, names) if p), None)
+    if not found:
+        raise SystemExit(f"book_check: {names[0]} not found; install it (apt-get install -y chromium chromium-driver) or set {env}")
+    return found
+
+
+def start_browser(profile_dir: str):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = _which("CHROMIUM", "chromium", "chromium-browser", "google-chrome")
+    for flag in CHROMIUM_FLAGS + [f"--user-data-dir={profile_dir}", f"--window-size={WIDTH},900"]:
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
+    service = Service(executable_path=_which("CHROMEDRIVER", "chromedriver"))
+    driver = webdriver.Chrome(options=options, service=service)
+    driver.set_page_load_timeout(60)
+    driver.set_script_timeout(60)
+    return driver
+
+
+_WAIT_MATHJAX = """
+const done = arguments[arguments.length - 1];
+const deadline = Date.now() + 30000;
+(function poll() {
+  const mj = window.MathJax;
+  if (mj && mj.startup && mj.startup.promise) {
+    mj.startup.promise.then(() => done("ok"), (e) => done("error: " + e));
+  } else if (Date.now() > deadline) {
+    done("MathJax did not start within 30 s");
+  } else {
+    setTimeout(poll, 100);
+  }
+})();
+"""
+
+_WAIT_IMAGES = """
+const done = arguments[arguments.length - 1];
+const images = Array.from(document.images);
+images.forEach((img) => { img.loading = "eager"; });
+Promise.all(images.map((img) => img.decode().then(() => null, () => null))).then(() =>
+  done(images.map((img) => [img.getAttribute("src"), img.complete, img.naturalWidth])));
+"""
+
+_INSPECT = """
+const math = Array.from(document.querySelectorAll(".math"));
+return {
+  math: math.length,
+  unrendered: math.filter((el) => !el.querySelector("mjx-container")).map((el) => el.textContent.slice(0, 60)),
+  containers: document.querySelectorAll("mjx-container").length,
+  merrors: Array.from(document.querySelectorAll("mjx-merror, [data-mjx-error]")).map((el) => el.textContent.slice(0, 60)),
+  empty_figures: Array.from(document.querySelectorAll("figure")).filter(
+    (f) => !f.querySelector("img, table, svg")).map((f) => f.id || f.className),
+  height: Math.max(document.body.scrollHeight, document.documentElement.scrollHeight),
+};
+"""
+
+
+def _requests(driver) -> list[str]:
+    urls = []
+    for entry in driver.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message.get("method") == "Network.requestWillBeSent":
+            urls.append(message["params"]["request"]["url"])
+    return urls
+
+
+def check_page(driver, server: str, html_dir: Path, page: Path, shots: Path) -> PageReport:
+    rel = page.relative_to(html_dir).as_posix()
+    report = PageReport(rel)
+    report.links, report.problems = check_links(html_dir, page)
+    driver.get_log("performance"), driver.get_log("browser")  # drop what the previous page left
+    driver.set_window_size(WIDTH, 900)
+    driver.get(server + rel)
+    if _parse(page).has_math:
+        status = driver.execute_async_script(_WAIT_MATHJAX)
+        if status != "ok":
+            report.problems.append(f"MathJax: {status}")
+    images = driver.execute_async_script(_WAIT_IMAGES)
+    report.images = len(images)
+    for src, complete, width in images:
+        if not complete or not width:
+            report.problems.append(f"image not loaded: {src}")
+    info = driver.execute_script(_INSPECT)
+    report.math = info["math"]
+    if _parse(page).has_math and not info["containers"]:
+        report.problems.append("page has math but no mjx-container")
+    for text in info["unrendered"]:
+        report.problems.append(f"math not rendered: {text!r}")
+    for text in info["merrors"]:
+        report.problems.append(f"MathJax error: {text!r}")
+    for name in info["empty_figures"]:
+        report.problems.append(f"figure without image or table: {name!r}")
+    time.sleep(0.2)  # let late requests (fonts, icons) show up in the log
+    for url in _requests(driver):
+        if not (url.startswith(server) or url.startswith(("data:", "blob:", "about:", "chrome:"))):
+            report.problems.append(f"request outside the local server: {url}")
+    for entry in driver.get_log("browser"):
+        # the browser asks for /favicon.ico by itself; the book has no favicon
+        if entry.get("level") == "SEVERE" and "/favicon.ico " not in entry.get("message", ""):
+            report.problems.append(f"console: {entry.get('message', '')[:200]}")
+    height = min(int(info["height"]), MAX_HEIGHT)
+    driver.set_window_size(WIDTH, max(height, 900))
+    shot = shots / (rel.removesuffix(".html").replace("/", "__") + ".png")
+    driver.save_screenshot(str(shot))
+    report.screenshot = shot.relative_to(shots.parent).as_posix() if shot.is_relative_to(shots.parent) else str(shot)
+    return report
+
+
+def check_book(html_dir: Path = DEFAULT_HTML, shots: Path = DEFAULT_SHOTS) -> list[PageReport]:
+    html_dir = Path(html_dir).resolve()
+    if not (html_dir / "index.html").is_file():
+        raise SystemExit(f"book_check: {html_dir}/index.html not found; build the book first (make book)")
+    shots = Path(shots).resolve()
+    if shots.exists():
+        shutil.rmtree(shots)
+    shots.mkdir(parents=True)
+    _parse.cache_clear()
+    reports = []
+    with tempfile.TemporaryDirectory(prefix="pe-book-chromium-") as profile, serve(html_dir) as server:
+        driver = start_browser(profile)
+        try:
+            for page in pages(html_dir):
+                reports.append(check_page(driver, server, html_dir, page, shots))
+        finally:
+            driver.quit()
+    (shots / "report.json").write_text(
+        json.dumps([{**r.__dict__, "ok": r.ok} for r in reports], indent=1), encoding="utf8"
+    )
+    return reports
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pe_book.book_check", description=__doc__.splitlines()[0])
+    parser.add_argument("--html", type=Path, default=DEFAULT_HTML, help="the built book (default: book/_build/html)")
+    parser.add_argument("--screenshots", type=Path, default=DEFAULT_SHOTS, help="where screenshots go")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    reports = check_book(args.html, args.screenshots)
+    for r in reports:
+        status = "ok  " if r.ok else "FAIL"
+        print(f"{status} {r.page}: {r.images} images, {r.math} math, {r.links} local links")
+        for problem in r.problems:
+            print(f"       {problem}")
+    failed = [r for r in reports if not r.ok]
+    print(f"{len(reports)} pages, {len(failed)} failed, screenshots in {args.screenshots} "
+          f"({time.perf_counter() - start:.1f} s)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

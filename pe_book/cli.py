@@ -1,0 +1,115 @@
+"""The ``pe-lib`` command line: thin subcommands over the library modules.
+
+Each subcommand lives in the module that does the work; that module exposes
+``configure(parser)`` (add its arguments) and ``run(args) -> int``. Modules are imported
+only when their subcommand runs, so ``pe-lib --help`` stays fast.
+
+Errors. The project's own errors (:class:`pe_lib.errors.PeLibError` and its subclasses: bad
+input, a full disk, an unwritable or locked folder, a missing data source) are printed as one
+line on stderr with exit status 1, and warnings as one line each; ``--debug`` shows the
+traceback instead. Any other exception is a bug and keeps its traceback. Output cut short by
+its reader (``pe-lib variants | head``) ends quietly.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import os
+import sys
+import warnings
+from collections.abc import Iterator
+
+from pe_lib.errors import PeLibError
+
+#: subcommand -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "variants": ("pe_book.commands.variants", "list the registered position-embedding variants"),
+    "data": ("pe_lib.data.cli", "fetch and prepare the corpus, tokenizer and tasks"),
+    "pretrain": ("pe_book.commands.pretrain", "MLM-pretrain one variant (resumable; accelerate/DDP aware)"),
+    "finetune": ("pe_book.commands.finetune", "fine-tune a pretrained model on one task"),
+    "run": ("pe_book.commands.run", "compute every missing artifact of a profile"),
+    "verify": ("pe_book.commands.verify", "recompute one variant from scratch and compare it with the committed results"),
+    "properties": ("pe_book.commands.properties", "property indicators of a model's position embeddings"),
+    "book": ("pe_book.book", "execute the notebooks with papermill and build the Jupyter Book"),
+    "publish": ("pe_book.publish", "the repository URL, its check, and the Colab notebooks of the published book"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser_for(argv)
+    args = parser.parse_args(argv)
+    if args.debug:
+        return int(importlib.import_module(args._module).run(args) or 0)
+    try:
+        with one_line_warnings():
+            code = int(importlib.import_module(args._module).run(args) or 0)
+            sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return code
+    except PeLibError as error:
+        message = " ".join(line.strip() for line in str(error).splitlines() if line.strip())
+        print(f"pe-lib {args.command}: error: {message} (--debug shows the traceback)", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:  # Ctrl-C, or the SIGINT of `timeout`: finished files are kept, the rest resumes
+        print(f"pe-lib {args.command}: interrupted; finished artifacts and checkpoints are kept, and a rerun "
+              "resumes from them", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # the reader stopped reading (| head): stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's flush at exit would raise again
+        return 1
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as package_version
+
+    try:
+        return package_version("pe-lib")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+@contextlib.contextmanager
+def one_line_warnings() -> Iterator[None]:
+    """Show each warning as one line ``warning: message`` on stderr while the command runs."""
+    def show(message, category, filename, lineno, file=None, line=None):
+        text = " ".join(str(message).split("\n"))
+        print(f"warning: {text}", file=file or sys.stderr)
+
+    saved = warnings.showwarning
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = saved
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a usage error as one line (exit status 2, as usual for usage errors) that
+    points to ``--help`` instead of printing the whole usage."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} ({self.prog} --help shows the usage)\n")
+
+
+def build_parser_for(argv: list[str]) -> argparse.ArgumentParser:
+    """The parser with only the requested subcommand's module imported."""
+    parser = Parser(prog="pe-lib", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error instead of one line")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    chosen = next((arg for arg in argv if not arg.startswith("-")), None)  # the main parser's options are flags
+    for name, (module, help_text) in COMMANDS.items():
+        sub_parser = sub.add_parser(name, help=help_text, description=help_text)
+        sub_parser.set_defaults(_module=module)
+        sub_parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                                help="show the traceback of an error instead of one line")
+        if name == chosen:
+            importlib.import_module(module).configure(sub_parser)
+    return parser
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""Options shared by several subcommands."""
+from __future__ import annotations
+
+import argparse
+
+
+def add_profile(parser: argparse.ArgumentParser) -> None:
+    from pe_book.experiments.profiles import PROFILES
+
+    parser.add_argument("--profile", default="smoke", choices=sorted(PROFILES), help="experiment profile (default: smoke)")
+    parser.add_argument("--cache", default=None, help="data cache folder (default: $PE_LIB_CACHE or ~/.cache/pe-book)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer of at least 1 (0 or less is refused, never silently ignored)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def model_config(path: str):
+    """The ``AutoConfig`` of a model folder or hub id, or one :class:`~pe_lib.errors.InputError`
+    saying why it cannot be read (no such folder, no config.json, a config with wrong values)."""
+    from pathlib import Path
+
+    from transformers import AutoConfig
+
+    from pe_lib.errors import InputError
+
+    local = Path(path).expanduser()
+    if not local.exists() and (local.is_absolute() or path.startswith((".", "~")) or path.count("/") > 1):
+        raise InputError(f"no model folder {path}")  # not a hub id (namespace/name) either
+    try:
+        return AutoConfig.from_pretrained(path, trust_remote_code=False)
+    except (OSError, ValueError, TypeError, KeyError) as error:  # HF's errors for a missing or malformed config
+        problem = wrong_type_in_config(local / "config.json") if local.is_dir() else None
+        raise InputError(f"cannot read the model config of {path}: {problem or _first_line(error)}") from error
+
+
+def wrong_type_in_config(config_file) -> str | None:
+    """The first value of a ``config.json`` whose type differs from the default's (a string where
+    a number belongs: the config class then fails with an unrelated message), or None."""
+    import json
+
+    from transformers import CONFIG_MAPPING
+
+    try:
+        values = json.loads(config_file.read_text(encoding="utf-8"))
+        defaults = CONFIG_MAPPING[values["model_type"]]()
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    for key, value in values.items():
+        default = getattr(defaults, key, None)
+        number = isinstance(default, (int, float)) and not isinstance(default, bool)
+        if number and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            return f"{config_file}: {key} is {value!r}, expected a number like {default!r}"
+    return None
+
+
+def load_model(model_class, path: str):
+    """``model_class.from_pretrained(path)`` (quietly), or one :class:`~pe_lib.errors.InputError`
+    naming the folder when its weights cannot be read (missing, truncated, wrong shapes)."""
+    from safetensors import SafetensorError
+
+    from pe_lib.errors import InputError
+    from pe_lib.model import quiet_transformers
+
+    try:
+        with quiet_transformers():
+            return model_class.from_pretrained(path, trust_remote_code=False)
+    except (OSError, ValueError, RuntimeError, SafetensorError) as error:
+        raise InputError(f"cannot load the model weights of {path}: {_first_line(error)}") from error
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def check_weights(path: str) -> None:
+    """Fail with one line, before any work, when a local model folder's weights cannot be used: a
+    folder written by pe_lib must match its manifest; ``model.safetensors`` must have a readable
+    header and the length that header promises (a truncated file does not)."""
+    from pathlib import Path
+
+    from safetensors import SafetensorError, safe_open
+
+    from pe_lib.errors import InputError
+    from pe_lib.io import MANIFEST, verify_manifest
+
+    folder = Path(path).expanduser()
+    if not folder.is_dir():
+        return  # a hub id: transformers checks what it downloads
+    if (folder / MANIFEST).exists():
+        verify_manifest(folder)
+    weights = folder / "model.safetensors"
+    if weights.exists():
+        try:
+            with safe_open(str(weights), "pt"):
+                pass
+        except (OSError, SafetensorError) as error:
+            raise InputError(f"cannot read the model weights {weights}: {_first_line(error)}") from error

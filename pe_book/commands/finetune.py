@@ -1,0 +1,45 @@
+"""``pe-lib finetune``: fine-tune a pretrained PEBert folder on one task and print its scores."""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from pe_book.commands.common import add_profile, check_weights, model_config
+
+
+def configure(parser) -> None:
+    from pe_lib.data.tasks import TASKS
+
+    parser.add_argument("--model", required=True, help="folder of a pretrained PEBertForMaskedLM (save_pretrained)")
+    parser.add_argument("--task", required=True, choices=list(TASKS), help="the task to fine-tune on")
+    add_profile(parser)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--epochs", type=float, help="override the profile's number of epochs")
+    parser.add_argument("--tokenizer", help="a tokenizer folder to use instead of the profile's")
+
+
+def run(args) -> int:
+    """Check the model folder and load the task first (both fail fast, with one line), then the
+    tokenizer (which may prepare the corpus), then fine-tune."""
+    from transformers import BertTokenizer
+
+    from pe_lib.data import load_task
+    from pe_lib.errors import InputError
+    from pe_book.experiments.profiles import get_profile
+    from pe_book.experiments.runner import Runner
+    from pe_lib.training.finetune import finetune
+
+    profile = get_profile(args.profile)
+    model_vocab = model_config(args.model).vocab_size
+    check_weights(args.model)
+    task = load_task(args.task, profile.data_source, args.cache, max_train=profile.task_max_train)
+    tokenizer = (BertTokenizer.from_pretrained(args.tokenizer) if args.tokenizer
+                 else Runner(profile, cache_dir=args.cache, progress=not args.no_progress).tokenizer)
+    if model_vocab != len(tokenizer):
+        raise InputError(f"the model's vocab_size {model_vocab} does not match the tokenizer's {len(tokenizer)}; "
+                         "pass the tokenizer it was pretrained with (--tokenizer)")
+    overrides = {"seed": args.seed, **({"epochs": args.epochs} if args.epochs is not None else {})}
+    result = finetune(args.model, tokenizer, task, dataclasses.replace(profile.finetune, **overrides),
+                      progress=not args.no_progress)
+    print(json.dumps(result, indent=2))
+    return 0

@@ -1,0 +1,53 @@
+"""``pe-lib pretrain``: MLM-pretrain one variant with a profile's settings (resumable).
+
+Multi-process / multi-GPU: ``accelerate launch --multi_gpu --num_processes N -m pe_book.cli pretrain ...``
+(on CPUs too: pe_lib then uses DDP over gloo), or ``torchrun --nproc_per_node N -m pe_book.cli pretrain ...``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from pe_book.commands.common import add_profile, positive_int
+
+
+def configure(parser) -> None:
+    parser.add_argument("--variant", required=True, help="position embedding, e.g. ape-learned or ape-sin+rpe-learned")
+    add_profile(parser)
+    parser.add_argument("--out", help="run folder (default: the profile's work folder for this variant)")
+    parser.add_argument("--steps", type=positive_int, help="override the profile's number of steps")
+    parser.add_argument("--batch-size", type=positive_int, help="override the profile's global batch size")
+    parser.add_argument("--seed", type=int, default=0, help="pretraining seed (default 0)")
+    parser.add_argument("--precision", choices=("auto", "bf16", "fp32"), help="override the profile's precision")
+    parser.add_argument("--corpus-file", help="pretrain on this plain-text file instead (last 10%% of lines: validation)")
+    parser.add_argument("--tokenizer", help="a tokenizer folder (BertTokenizer) to use instead of the profile's")
+
+
+def run(args) -> int:
+    from transformers import BertTokenizer
+
+    from pe_book.experiments.profiles import get_profile
+    from pe_book.experiments.runner import Runner, text_blocks
+    from pe_lib.training.pretrain import MLMData, pretrain
+
+    profile = get_profile(args.profile)
+    overrides = {k: v for k, v in (("steps", args.steps), ("batch_size", args.batch_size), ("precision", args.precision))
+                 if v is not None}
+    # The overridden settings become the profile's, so they are in the run folder's key: another
+    # config never writes into the folder of the profile's own.
+    profile = profile.with_overrides(pretrain=dataclasses.replace(profile.pretrain, **overrides))
+    tokenizer = BertTokenizer.from_pretrained(args.tokenizer) if args.tokenizer else None
+    runner = Runner(profile, cache_dir=args.cache, progress=not args.no_progress, tokenizer=tokenizer)
+    if args.corpus_file:
+        lines = [line for line in Path(args.corpus_file).read_text(encoding="utf-8").splitlines() if line.strip()]
+        if len(lines) < 10:
+            raise SystemExit(f"pe-lib pretrain: {args.corpus_file} has {len(lines)} non-empty lines; need at least 10")
+        tok, cut = runner.tokenizer, len(lines) * 9 // 10
+        data = MLMData.for_tokenizer(tok, text_blocks(tok, lines[:cut], profile.seq_len), text_blocks(tok, lines[cut:], profile.seq_len))
+        runner = Runner(profile, cache_dir=args.cache, progress=not args.no_progress, tokenizer=tok, data=data)
+    out = Path(args.out) if args.out else runner.run_dir(args.variant, args.seed)
+    cfg = dataclasses.replace(profile.pretrain, seed=args.seed)
+    result = pretrain(runner.model_config(args.variant), runner.mlm_data(), cfg, out, progress=not args.no_progress)
+    print(json.dumps({"out": str(out), **result}, indent=2))
+    return 0

@@ -1,0 +1,59 @@
+"""``pe-lib run``: compute every artifact of a profile that the store lacks (pretraining, analysis,
+fine-tuning), and print the wall time of each stage; ``--dry-run`` only lists what is stored and
+what would be computed."""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from pe_book.commands.common import add_profile
+from pe_lib.errors import InputError
+
+
+def configure(parser) -> None:
+    add_profile(parser)
+    parser.add_argument("--variants", nargs="+", metavar="V", help="only these variants (default: the profile's)")
+    parser.add_argument("--tasks", nargs="+", metavar="T", help="only these tasks (default: the profile's)")
+    parser.add_argument("--results", default="results", help="artifact store folder (default: results/)")
+    parser.add_argument("--work", help="folder for checkpoints and token blocks (default: <cache>/runs)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="list what is stored and what would be computed, per variant and stage; compute nothing")
+    parser.add_argument("--check", action="store_true",
+                        help="with --dry-run: exit 1 when a stored artifact is not one this code would read "
+                             "(an orphan: its key no longer matches, e.g. another machine's tokenizer)")
+
+
+def run(args) -> int:
+    from pe_book.experiments.profiles import get_profile
+    from pe_book.experiments.runner import Runner
+
+    runner = Runner(get_profile(args.profile), args.results, args.work, args.cache, progress=not args.no_progress)
+    if args.dry_run:
+        return dry_run(runner, args.variants, args.tasks, args.check)
+    if args.check:
+        raise InputError("--check goes with --dry-run")
+    timings = runner.run(args.variants, args.tasks)
+    print(f"profile {args.profile}: artifacts in {runner.store.root}")
+    for stage, seconds in timings.items():
+        print(f"  {stage:10s} {seconds:8.1f} s")
+    return 0
+
+
+def dry_run(runner, variants, tasks, check: bool) -> int:
+    """Per variant, each stage kind's count stored / to compute; the orphans; ``N stored, M to compute``."""
+    planned = runner.plan(variants, tasks)
+    by_variant: dict[str, Counter] = defaultdict(Counter)
+    for a in planned:
+        kind = a.stage.split("-")[0]
+        by_variant[a.variant][(kind, a.stored)] += 1
+    print(f"profile {runner.profile.name}: artifacts in {runner.store.root}")
+    for variant, counts in by_variant.items():
+        kinds = dict.fromkeys(kind for kind, _ in counts)
+        parts = [f"{kind} {counts[(kind, True)]} stored" + (f" / {counts[(kind, False)]} to compute" if counts[(kind, False)] else "")
+                 for kind in kinds]
+        print(f"  {variant:34s} " + "; ".join(parts))
+    orphans = runner.orphans(planned)
+    for folder in orphans:
+        print(f"  orphan (no key of this code names it): {folder}")
+    stored = sum(a.stored for a in planned)
+    print(f"{stored} stored, {len(planned) - stored} to compute" + (f", {len(orphans)} orphaned" if orphans else ""))
+    return 1 if check and orphans else 0

@@ -1,0 +1,95 @@
+"""``pe-lib verify``: recompute one variant of a profile from scratch and compare every number with
+the committed artifacts (``make verify-results VARIANT=...``).
+
+Everything the runner computes for the variant (pretraining, analysis, extrapolation, fine-tuning)
+is recomputed into a scratch folder, with a scratch work folder (no checkpoint or token block is
+reused; the data cache is). Each committed artifact is then compared number by number with its
+recomputed twin: payload values and arrays, all but wall-clock timings. On the machine type that
+produced the committed results the two are identical; elsewhere each difference is printed.
+"""
+from __future__ import annotations
+
+import math
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pe_book.commands.common import add_profile
+from pe_lib.errors import InputError
+
+#: Payload keys that measure time, not results: never compared.
+TIMING_KEYS = frozenset({"wall_s", "elapsed_s", "tokens_per_s"})
+
+
+def configure(parser) -> None:
+    parser.add_argument("--variant", required=True, help="the variant to recompute, e.g. ape-learned")
+    add_profile(parser)
+    parser.add_argument("--results", default="results", help="the committed artifact store (default: results/)")
+    parser.add_argument("--scratch", help="folder for the recomputation (default: a temporary folder, removed after)")
+
+
+def run(args) -> int:
+    from pe_book.experiments.profiles import get_profile
+    from pe_book.experiments.runner import Runner
+
+    profile = get_profile(args.profile)
+    committed = Runner(profile, args.results, cache_dir=args.cache, progress=False)
+    with tempfile.TemporaryDirectory(dir=args.scratch) as scratch:
+        fresh = Runner(profile, Path(scratch) / "results", Path(scratch) / "work", args.cache, progress=not args.no_progress)
+        return 1 if verify_variant(committed, fresh, args.variant) else 0
+
+
+def verify_variant(committed, fresh, variant: str, out=print) -> int:
+    """Recompute ``variant`` (and the profile's baselines) with the ``fresh`` runner (an empty store
+    and work folder) and compare each artifact that ``committed`` holds; print a line per artifact and per difference (at most
+    20 each); return the number of differences."""
+    planned = committed.plan([variant])
+    stored = [a for a in planned if a.stored]
+    if not stored:
+        raise InputError(f"nothing of {variant!r} is committed in {committed.store.root}; "
+                         f"run `pe-lib run --profile {committed.profile.name} --dry-run` to see what is")
+    fresh.run([variant])
+    differences = 0
+    for artifact in stored:
+        diffs = list(compare(_load(committed, artifact), _load(fresh, artifact)))
+        differences += len(diffs)
+        out(f"{artifact.stage:28s} {'identical' if not diffs else f'{len(diffs)} differences'}")
+        for path, a, b in diffs[:20]:
+            out(f"    {path}: committed {a!r}, recomputed {b!r}")
+    missing = len(planned) - len(stored)
+    out(f"{len(stored)} artifacts compared, {differences} differences" +
+        (f" ({missing} planned artifacts are not committed)" if missing else ""))
+    return differences
+
+
+def _load(runner, artifact) -> dict[str, Any]:
+    found = runner.store.load(artifact.variant, artifact.stage, artifact.config)
+    if found is None:
+        raise InputError(f"{artifact.stage} of {artifact.variant} was not recomputed under the same key")
+    return {"payload": found.payload, "arrays": found.arrays}
+
+
+def compare(committed: Any, recomputed: Any, path: str = "") -> Iterator[tuple[str, Any, Any]]:
+    """``(path, committed, recomputed)`` for every value that differs (timings skipped; NaN equals NaN;
+    arrays compared element by element)."""
+    if isinstance(committed, dict) and isinstance(recomputed, dict):
+        for key in sorted(set(committed) | set(recomputed), key=str):
+            if key in TIMING_KEYS:
+                continue
+            yield from compare(committed.get(key), recomputed.get(key), f"{path}.{key}" if path else str(key))
+    elif isinstance(committed, list) and isinstance(recomputed, list) and len(committed) == len(recomputed):
+        for i, (a, b) in enumerate(zip(committed, recomputed)):
+            yield from compare(a, b, f"{path}[{i}]")
+    elif isinstance(committed, np.ndarray) or isinstance(recomputed, np.ndarray):
+        a, b = np.asarray(committed), np.asarray(recomputed)
+        if a.shape != b.shape or not np.array_equal(a, b, equal_nan=a.dtype.kind == "f"):
+            worst = float(np.nanmax(np.abs(a.astype(float) - b.astype(float)))) if a.shape == b.shape else math.nan
+            yield path, f"array{a.shape}", f"array{b.shape}, max |difference| {worst:.3g}"
+    elif isinstance(committed, float) and isinstance(recomputed, float):
+        if not (committed == recomputed or (math.isnan(committed) and math.isnan(recomputed))):
+            yield path, committed, recomputed
+    elif committed != recomputed:
+        yield path, committed, recomputed

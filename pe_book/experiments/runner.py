@@ -1,0 +1,498 @@
+"""The runner: computes exactly what the artifact store lacks for a profile.
+
+For each variant: pretraining (resumable, checkpoints in the work folder), the analysis of its
+position embeddings at initialisation and after pretraining (proximity matrices, probing attention,
+indicators, learned frequencies), the MLM loss at multiples of the pretraining length (length
+extrapolation), and fine-tuning on every task and seed of the profile. Each result
+is an artifact keyed by the hash of everything that produced it; a notebook asks ``Runner.ensure_*``
+and gets plain data back.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import time
+from collections import defaultdict
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from pe_book.experiments.baselines import UNIGRAM_SMOOTHING, task_baselines, unigram_validation_loss
+from pe_book.experiments.profiles import Profile
+from pe_book.experiments.store import Artifact, Store, git_commit
+from pe_lib.extrapolation import BUCKETS_PER_LENGTH, length_extrapolation
+from pe_lib.io import content_key, manifested_dir, remove_stale_parts, verified
+from pe_lib.model import PEBertConfig, PEBertForMaskedLM, quiet_transformers
+from pe_lib.positions import parse_variant
+from pe_lib.probing import identical_word_attention
+from pe_lib.properties import chen_locality, chen_symmetry, indicators
+from pe_lib.training.finetune import finetune
+from pe_lib.training.pretrain import MLMData, PretrainConfig, make_blocks, pretrain, snapshot_dir, use_bf16
+
+#: The version of the code behind each stage, part of every artifact key of that stage. Bump a
+#: stage's number in the commit that changes its numbers (not for a refactor that changes none),
+#: so changed code never reuses a stale artifact and a pure refactor keeps every committed one.
+#: History: pretrain 1 = seeds per pretraining run, a validation mask shared by all of them,
+#: the deterministic tokenizer and the learned APE's broadcast lookup (all keys new on 2026-11-30);
+#: analysis 1; extrapolation 1 (paired changes against the same tokens at 1x); finetune 1 (the
+#: SQuAD v2.0 null threshold chosen on the validation split); baselines 1 (the task baselines and
+#: the unigram loss of :mod:`pe_book.experiments.baselines`).
+CODE_VERSIONS = {"pretrain": 1, "analysis": 1, "extrapolation": 1, "finetune": 1, "baselines": 1}
+
+
+#: Offsets 1..ANALYSIS_WINDOW of the stored local monotonicity (a chapter with another window
+#: recomputes it from the stored maps: ``pe_book.report.indicator_table``).
+ANALYSIS_WINDOW = 8
+
+
+def stage_name(stage: str, pretrain_seed: int, *parts: str, snapshot: int | None = None) -> str:
+    """A store folder's stage: ``pretrain-p0``, ``analysis-p1``, ``finetune-sst2-p0-seed2``, ...
+    (``p``: the pretraining seed); a snapshot's adds its step: ``analysis-p0-step2000``."""
+    at = (f"step{snapshot}",) if snapshot is not None else ()
+    return "-".join((stage, *parts[:1], f"p{pretrain_seed}", *at, *parts[1:]))
+
+
+def locked(method):
+    """Run a Runner method while holding its store's lock (re-entrant)."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with self.store.lock():
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
+class Runner:
+    """Ensure the artifacts of ``profile`` exist in ``results``; heavy files go to ``work``."""
+
+    def __init__(self, profile: Profile, results: str | Path = "results", work: str | Path | None = None,
+                 cache_dir: str | Path | None = None, progress: bool = True, tokenizer=None, data: MLMData | None = None):
+        """``tokenizer`` and ``data`` replace the profile's (e.g. a user's own corpus)."""
+        from pe_lib.data.cache import cache_root
+
+        self.profile = profile
+        git_commit()  # pins the code's commit for the provenance of everything this run saves
+        self.store = Store(results, profile.name)
+        self.cache_dir = cache_dir
+        self.work = Path(work) if work is not None else cache_root(cache_dir) / "runs"
+        self.progress = progress
+        self.timings: dict[str, float] = defaultdict(float)
+        self._tokenizer = tokenizer
+        self._data = data
+        self._given_data = data is not None
+        self._corpus = None
+        self._tasks: dict = {}
+        self._task_keys: dict[str, str] = {}
+
+    # ------------------------------------------------------------------ data
+
+    @property
+    def tokenizer(self):
+        if self._tokenizer is None:
+            from pe_lib.data import load_tokenizer
+
+            t0 = time.perf_counter()
+            self._tokenizer = load_tokenizer(**self.profile.tokenizer, source=self.profile.data_source, cache_dir=self.cache_dir,
+                                             progress=self.progress)
+            self.timings["data"] += time.perf_counter() - t0
+        return self._tokenizer
+
+    @property
+    def corpus(self):
+        if self._corpus is None:
+            from pe_lib.data import load_corpus
+
+            self._corpus = load_corpus(self.profile.data_source, self.cache_dir, progress=self.progress)
+        return self._corpus
+
+    def data_fingerprint(self) -> dict:
+        """What identifies the pretraining data: the prepared corpus (origin + key) or, for data
+        given directly, its content; the tokenizer's vocabulary; the caps."""
+        text = hashlib.sha256(self._data.train.tobytes()).hexdigest()[:12] if self._given_data else self.corpus.folder.name
+        return {"corpus": text, "tokenizer": content_key(self.tokenizer.get_vocab()),
+                "corpus_tokens": self.profile.corpus_tokens, "seq_len": self.profile.seq_len}
+
+    def mlm_data(self) -> MLMData:
+        """Token blocks of the pretraining corpus, tokenised once and cached in the work folder."""
+        if self._data is None:
+            t0 = time.perf_counter()
+            tok, corpus = self.tokenizer, self.corpus
+            folder = self.work / "blocks" / content_key(self.data_fingerprint())
+            if not verified(folder, "token blocks"):  # absent, or corrupt (reported): built again
+                cap = self.profile.corpus_tokens
+                blocks = {split: text_blocks(tok, corpus.lines(split), self.profile.seq_len,
+                                             cap if split == "train" else cap and cap // 10)
+                          for split in ("train", "validation")}
+                with manifested_dir(folder, "token blocks") as work:
+                    np.savez(work / "blocks.npz", **blocks)
+            with np.load(folder / "blocks.npz", allow_pickle=False) as npz:
+                self._data = MLMData.for_tokenizer(tok, npz["train"], npz["validation"])
+            self.timings["data"] += time.perf_counter() - t0
+        return self._data
+
+    def task(self, name: str):
+        """A fine-tuning task, loaded once per runner, train capped and evaluation splits cut."""
+        if name not in self._tasks:
+            from pe_lib.data import load_task
+
+            t0 = time.perf_counter()
+            task = load_task(name, self.profile.data_source, self.cache_dir, max_train=self.profile.task_max_train)
+            if self.profile.task_max_eval is not None:
+                for split in ("validation", "test"):
+                    task.splits[split] = task.splits[split].select(range(min(self.profile.task_max_eval, len(task.splits[split]))))
+            self._tasks[name] = task
+            self.timings["data"] += time.perf_counter() - t0
+        return self._tasks[name]
+
+    # ------------------------------------------------------------------ configs
+
+    def model_config(self, variant: str) -> PEBertConfig:
+        return PEBertConfig(vocab_size=len(self.tokenizer), position_embedding=variant,
+                            pad_token_id=self.tokenizer.pad_token_id, **self.profile.model)
+
+    def run_pretrain_config(self, pretrain_seed: int = 0) -> PretrainConfig:
+        """The pretraining run of a seed: the profile's, snapshots included."""
+        return replace(self.profile.pretrain, seed=pretrain_seed)
+
+    def snapshot(self, steps: int | None) -> int | None:
+        """``steps`` as a snapshot step: None for the run's last step (the final model)."""
+        return None if steps in (None, self.profile.pretrain.steps) else self.profile.pretrain.at(steps).steps
+
+    def pretrain_config(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> dict:
+        """The key of the model pretrained for ``steps`` (default: the profile's steps). A snapshot's
+        is the configuration of a run of that length: the same model, whichever run kept it."""
+        variant = parse_variant(variant).name
+        # the library's version is provenance, not key: an upgrade that changes no number keeps the artifacts
+        model = {k: v for k, v in self.model_config(variant).to_diff_dict().items() if k != "transformers_version"}
+        pretrain = self.run_pretrain_config(pretrain_seed).at(steps or self.profile.pretrain.steps)
+        return {"stage": "pretrain", "code_version": CODE_VERSIONS["pretrain"], "variant": variant, "model": model,
+                "pretrain": asdict(pretrain), "data": self.data_fingerprint()}
+
+    def pretrain_key(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> str:
+        return Store.key(self.pretrain_config(variant, pretrain_seed, steps))
+
+    def run_dir(self, variant: str, pretrain_seed: int = 0) -> Path:
+        """The run folder (checkpoints, snapshots, final model) of a variant's pretraining seed."""
+        config = {**self.pretrain_config(variant, pretrain_seed), "pretrain": asdict(self.run_pretrain_config(pretrain_seed))}
+        return self.work / self.profile.name / f"{variant}-{Store.key(config)}"
+
+    def model_dir(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> Path:
+        """The saved model pretrained for ``steps``: the run's final model or one of its snapshots."""
+        snapshot = self.snapshot(steps)
+        run_dir = self.run_dir(variant, pretrain_seed)
+        return run_dir / "model" if snapshot is None else snapshot_dir(run_dir, snapshot) / "model"
+
+    def _pretrain(self, variant: str, pretrain_seed: int, steps: int | None) -> dict:
+        """Train (or find) the run up to ``steps``; its result."""
+        data = self.data_fingerprint()
+        card = {"profile": f"`{self.profile.name}` ({self.profile.description})", "pretraining seed": pretrain_seed,
+                "corpus": f"`{data['corpus']}` (pe-lib data; {self.corpus_origin()})",
+                "sequence length": data["seq_len"], "layer norm": self.profile.model.get("layer_norm", "post")}
+        return pretrain(self.model_config(variant), self.mlm_data(), self.run_pretrain_config(pretrain_seed),
+                        self.run_dir(variant, pretrain_seed), progress=self.progress, until=steps,
+                        tokenizer=self.tokenizer, card=card)
+
+    def corpus_origin(self) -> str:
+        """Where the pretraining text came from, in words."""
+        return "text given directly" if self._given_data else f"{self.corpus.origin} corpus"
+
+    # ------------------------------------------------------------------ stages
+
+    @locked
+    def ensure_pretrained(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> Artifact:
+        """The result and curve of the model pretrained for ``steps`` (default: the profile's steps;
+        a snapshot step gives the curve up to it)."""
+        config = self.pretrain_config(variant, pretrain_seed, steps)
+        stage = stage_name("pretrain", pretrain_seed, snapshot=self.snapshot(steps))
+        found = self.store.load(variant, stage, config)
+        if found is not None:
+            return found
+        t0 = time.perf_counter()
+        result = self._pretrain(variant, pretrain_seed, steps)
+        wall = time.perf_counter() - t0
+        self.timings["pretrain"] += wall
+        lines = (self.run_dir(variant, pretrain_seed) / "curve.jsonl").read_text().splitlines()
+        curve = [record for record in map(json.loads, filter(None, lines)) if record["step"] <= result["steps"]]
+        return self.store.save(variant, stage, config, {"result": result, "curve": curve}, wall)
+
+    def trained_model(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> PEBertForMaskedLM:
+        """The pretrained model (re-running pretraining if only its artifact, not its weights, is here)."""
+        # checks a finished run folder's (or snapshot's) manifests (fast), or trains up to it; never read unchecked
+        self._pretrain(variant, pretrain_seed, steps)
+        with quiet_transformers():
+            return PEBertForMaskedLM.from_pretrained(self.model_dir(variant, pretrain_seed, steps)).eval()
+
+    def analysis_config(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> dict:
+        return {"stage": "analysis", "code_version": CODE_VERSIONS["analysis"],
+                "pretrain": self.pretrain_key(variant, pretrain_seed, steps), "probe": self.profile.probe}
+
+    @locked
+    def ensure_analysis(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> Artifact:
+        """PE proximity matrices, identical-word attention and indicators, at init and after pretraining."""
+        config = self.analysis_config(variant, pretrain_seed, steps)
+        stage = stage_name("analysis", pretrain_seed, snapshot=self.snapshot(steps))
+        found = self.store.load(variant, stage, config)
+        if found is not None:
+            return found
+        self.ensure_pretrained(variant, pretrain_seed, steps)
+        t0 = time.perf_counter()
+        torch.manual_seed(pretrain_seed)  # the same initialisation as pretraining
+        initial = PEBertForMaskedLM(self.model_config(variant)).eval()
+        payload, arrays = {}, {}
+        for state, model in (("init", initial), ("trained", self.trained_model(variant, pretrain_seed, steps))):
+            payload[state], state_arrays = analyse(model, self.profile.seq_len, self.profile.probe)
+            arrays.update({f"{state}.{name}": a for name, a in state_arrays.items()})
+        wall = time.perf_counter() - t0
+        self.timings["analysis"] += wall
+        return self.store.save(variant, stage, config, payload, wall, arrays)
+
+    def extrapolation_config(self, variant: str, pretrain_seed: int = 0) -> dict:
+        """The masked validation tokens are drawn with seed 0 for every model, so all are scored on the same ones."""
+        multipliers = list(self.profile.extrapolation_multipliers)
+        return {"stage": "extrapolation", "code_version": CODE_VERSIONS["extrapolation"],
+                "pretrain": self.pretrain_key(variant, pretrain_seed),
+                "multipliers": multipliers, "lengths": [m * self.profile.seq_len for m in multipliers],
+                "tokens": self.profile.extrapolation_tokens, "seed": 0,
+                "bucket": max(1, self.profile.seq_len // BUCKETS_PER_LENGTH)}
+
+    @locked
+    def ensure_extrapolation(self, variant: str, pretrain_seed: int = 0) -> Artifact:
+        """MLM loss of the pretrained model at each multiple of the pretraining length
+        (:func:`pe_lib.extrapolation.length_extrapolation`; "cannot run" where the PE has too few positions)."""
+        config = self.extrapolation_config(variant, pretrain_seed)
+        stage = stage_name("extrapolation", pretrain_seed)
+        found = self.store.load(variant, stage, config)
+        if found is not None:
+            return found
+        self.ensure_pretrained(variant, pretrain_seed)
+        data = self.mlm_data()
+        t0 = time.perf_counter()
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        model = self.trained_model(variant, pretrain_seed).to(device)
+        payload = length_extrapolation(model, data, config["lengths"], config["tokens"], seed=config["seed"],
+                                       mask_prob=self.profile.pretrain.mask_prob, train_length=self.profile.seq_len,
+                                       bucket=config["bucket"], bf16=use_bf16(self.profile.pretrain.precision, device))
+        wall = time.perf_counter() - t0
+        self.timings["extrapolation"] += wall
+        return self.store.save(variant, stage, config, payload, wall)
+
+    def task_fingerprint(self, name: str) -> str:
+        """What identifies a task's data as the runner uses it: its origin and the content of every
+        example of the (capped) splits, so a changed builder can never reuse a stale artifact."""
+        if name not in self._task_keys:
+            task = self.task(name)
+            digest = hashlib.sha256(task.origin.encode())
+            for split in ("train", "validation", "test"):
+                for row in task.splits[split].to_list():
+                    digest.update(json.dumps(row, sort_keys=True, separators=(",", ":")).encode())
+            self._task_keys[name] = digest.hexdigest()[:16]
+        return self._task_keys[name]
+
+    def finetune_config(self, variant: str, task: str, seed: int, pretrain_seed: int = 0, steps: int | None = None) -> dict:
+        return {"stage": "finetune", "code_version": CODE_VERSIONS["finetune"],
+                "pretrain": self.pretrain_key(variant, pretrain_seed, steps), "task": task, "seed": seed,
+                "finetune": asdict(replace(self.profile.finetune, seed=seed)), "data": self.task_fingerprint(task)}
+
+    @locked
+    def ensure_finetuned(self, variant: str, task_name: str, seed: int, pretrain_seed: int = 0,
+                         steps: int | None = None) -> Artifact:
+        config = self.finetune_config(variant, task_name, seed, pretrain_seed, steps)
+        stage = stage_name("finetune", pretrain_seed, task_name, f"seed{seed}", snapshot=self.snapshot(steps))
+        found = self.store.load(variant, stage, config)
+        if found is not None:
+            return found
+        self.ensure_pretrained(variant, pretrain_seed, steps)
+        task = self.task(task_name)
+        t0 = time.perf_counter()
+        self._pretrain(variant, pretrain_seed, steps)  # makes sure the weights are on disk
+        result = finetune(self.model_dir(variant, pretrain_seed, steps), self.tokenizer, task,
+                          replace(self.profile.finetune, seed=seed), progress=self.progress)
+        wall = time.perf_counter() - t0
+        self.timings["finetune"] += wall
+        return self.store.save(variant, stage, config, result, wall)
+
+    #: The store folder of the baselines (beside the variants' folders; not a variant).
+    BASELINES = "baselines"
+
+    def baselines_config(self, task: str) -> dict:
+        return {"stage": "baselines", "code_version": CODE_VERSIONS["baselines"], "task": task, "data": self.task_fingerprint(task)}
+
+    @locked
+    def ensure_baselines(self, task_name: str) -> Artifact:
+        """The baselines of a task (:func:`pe_book.experiments.baselines.task_baselines`: best
+        constant, bag of words or fixed span rules) on the examples the models see."""
+        config = self.baselines_config(task_name)
+        found = self.store.load(self.BASELINES, f"baselines-{task_name}", config)
+        if found is not None:
+            return found
+        t0 = time.perf_counter()
+        payload = task_baselines(self.task(task_name))
+        wall = time.perf_counter() - t0
+        self.timings["baselines"] += wall
+        return self.store.save(self.BASELINES, f"baselines-{task_name}", config, payload, wall)
+
+    def unigram_config(self) -> dict:
+        cfg = self.profile.pretrain
+        return {"stage": "unigram", "code_version": CODE_VERSIONS["baselines"], "data": self.data_fingerprint(),
+                "validation": {"batch_size": cfg.batch_size, "eval_batches": cfg.eval_batches, "mask_prob": cfg.mask_prob},
+                "smoothing": UNIGRAM_SMOOTHING}
+
+    @locked
+    def ensure_unigram(self) -> Artifact:
+        """The validation loss of a unigram model of the training blocks on the masked validation
+        tokens of the models' validation loss (:func:`pe_book.experiments.baselines.unigram_validation_loss`)."""
+        config = self.unigram_config()
+        found = self.store.load(self.BASELINES, "unigram", config)
+        if found is not None:
+            return found
+        data = self.mlm_data()
+        t0 = time.perf_counter()
+        payload = unigram_validation_loss(data, self.profile.pretrain, UNIGRAM_SMOOTHING)
+        wall = time.perf_counter() - t0
+        self.timings["baselines"] += wall
+        return self.store.save(self.BASELINES, "unigram", config, payload, wall)
+
+    @locked
+    def run(self, variants: list[str] | None = None, tasks: list[str] | None = None) -> dict[str, float]:
+        """Ensure every artifact of the profile (or of the given variants/tasks); returns stage wall times."""
+        from pe_lib.data.tasks import get_task
+
+        variants = [parse_variant(v).name for v in (variants or self.profile.variants)]
+        tasks = [get_task(task).meta.name for task in (tasks or self.profile.tasks)]  # unknown: one error, now
+        remove_stale_parts(self.store.root)  # what a killed run left half-written
+        t0 = time.perf_counter()
+        self.ensure_unigram()
+        for task in tasks:
+            self.ensure_baselines(task)
+        models = self.models(variants)
+        for variant, p, steps in tqdm(models, desc=f"profile {self.profile.name}", unit="model", disable=not self.progress):
+            self.ensure_pretrained(variant, p, steps)
+            self.ensure_analysis(variant, p, steps)
+            if self.snapshot(steps) is None:
+                self.ensure_extrapolation(variant, p)
+            for task in tasks:
+                for seed in self.profile.seeds:
+                    self.ensure_finetuned(variant, task, seed, p, steps)
+        self.timings["total"] = time.perf_counter() - t0
+        return dict(self.timings)
+
+    def plan(self, variants: list[str] | None = None, tasks: list[str] | None = None) -> list[PlannedArtifact]:
+        """Every artifact :meth:`run` would need, in its order, each marked stored (found and
+        checksum-valid in the store) or to compute; nothing is computed (the tokenizer, corpus and
+        tasks are read to form the keys, so run ``pe-lib data`` first)."""
+        variants = [parse_variant(v).name for v in (variants or self.profile.variants)]
+        tasks = list(tasks or self.profile.tasks)
+        baselines = [("unigram", self.unigram_config())]
+        baselines += [(f"baselines-{task}", self.baselines_config(task)) for task in tasks]
+        planned = [self._planned(self.BASELINES, stage, config) for stage, config in baselines]
+        for variant, p, steps in self.models(variants):
+            at = self.snapshot(steps)
+            stages = [(stage_name("pretrain", p, snapshot=at), self.pretrain_config(variant, p, steps)),
+                      (stage_name("analysis", p, snapshot=at), self.analysis_config(variant, p, steps))]
+            if at is None:
+                stages.append((stage_name("extrapolation", p), self.extrapolation_config(variant, p)))
+            stages += [(stage_name("finetune", p, task, f"seed{seed}", snapshot=at),
+                        self.finetune_config(variant, task, seed, p, steps))
+                       for task in tasks for seed in self.profile.seeds]
+            planned += [self._planned(variant, stage, config) for stage, config in stages]
+        return planned
+
+    def models(self, variants: list[str]) -> list[tuple[str, int, int]]:
+        """``(variant, pretraining seed, steps)`` of every model :meth:`run` evaluates, in its order:
+        budget by budget, then seed by seed, then variant by variant, so an interrupted run has
+        the whole picture at the smaller budgets (a run folder resumes where it stopped)."""
+        return [(variant, p, steps) for steps in self.profile.pretrain.budgets
+                for p in range(max(len(self.profile.pretrain_seeds_for(v)) for v in variants))
+                for variant in variants if p in self.profile.pretrain_seeds_for(variant)]
+
+    def _planned(self, variant: str, stage: str, config: dict) -> PlannedArtifact:
+        return PlannedArtifact(variant, stage, config, self.store.folder(variant, stage, config),
+                               self.store.load(variant, stage, config) is not None)
+
+    def orphans(self, planned: list[PlannedArtifact]) -> list[Path]:
+        """Artifact folders in the store that no planned artifact names: made by other code or
+        another configuration (or another profile's variants), never read by this one."""
+        wanted = {a.folder for a in planned}
+        return [folder for folder in self.store.artifact_folders() if folder not in wanted]
+
+
+@dataclass(frozen=True)
+class PlannedArtifact:
+    variant: str
+    stage: str
+    config: dict
+    folder: Path
+    stored: bool
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def text_blocks(tokenizer, lines, seq_len: int, max_tokens: int | None = None) -> np.ndarray:
+    """``[CLS] ... [SEP]`` blocks of ``seq_len`` tokens from lines of text."""
+    return make_blocks(tokenize(tokenizer, lines, max_tokens), seq_len, tokenizer.cls_token_id, tokenizer.sep_token_id)
+
+
+def tokenize(tokenizer, lines, max_tokens: int | None, batch: int = 1000) -> np.ndarray:
+    """Concatenated token ids of ``lines`` (no special tokens), stopping after ``max_tokens``."""
+    pieces, total, chunk = [], 0, []
+    for line in lines:
+        chunk.append(line)
+        if len(chunk) == batch:
+            total += _encode(tokenizer, chunk, pieces)
+            chunk = []
+            if max_tokens is not None and total >= max_tokens:
+                break
+    if chunk and (max_tokens is None or total < max_tokens):
+        _encode(tokenizer, chunk, pieces)
+    ids = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int32)
+    return ids[:max_tokens] if max_tokens is not None else ids
+
+
+def _encode(tokenizer, lines: list[str], pieces: list[np.ndarray]) -> int:
+    encoded = tokenizer(lines, add_special_tokens=False)["input_ids"]
+    flat = np.fromiter((t for ids in encoded for t in ids), dtype=np.int32)
+    pieces.append(flat)
+    return len(flat)
+
+
+def analyse(model: PEBertForMaskedLM, seq_len: int, probe: dict) -> tuple[dict, dict[str, np.ndarray]]:
+    """Indicators (JSON) and matrices (arrays) of one model's position embeddings."""
+    encoder = model.bert
+    variant = parse_variant(encoder.config.position_embedding)
+    payload: dict = {}
+    arrays: dict[str, np.ndarray] = {}
+    with torch.no_grad():
+        ape = encoder.embeddings.position
+        if ape is not None:
+            vectors = ape.vectors(torch.arange(seq_len))  # (n, H)
+            arrays["ape"] = (vectors @ vectors.T).double().numpy()
+            payload["ape"] = indicators(arrays["ape"], window=ANALYSIS_WINDOW)
+            if hasattr(ape, "freqs"):
+                arrays["ape_freqs"] = ape.freqs.double().numpy()
+        rpe = encoder.relative_for(0)
+        if rpe is not None and rpe.has_offset_table:
+            k = min(rpe.max_distance, seq_len - 1)
+            table = rpe.table(k)  # (2k+1, d)
+            arrays["rpe"] = (table @ table.T).double().numpy()
+            payload["rpe"] = indicators(arrays["rpe"], window=ANALYSIS_WINDOW)
+            if hasattr(rpe, "freqs"):
+                arrays["rpe_freqs"] = np.stack([encoder.relative_for(i).freqs.double().numpy()
+                                                for i in range(encoder.config.num_hidden_layers)])
+        if variant.untie_cls:  # TUPE's words -> [CLS] bias, one (h,) per relative module
+            modules = dict.fromkeys(encoder.relative_for(i) for i in range(encoder.config.num_hidden_layers))
+            arrays["untie_theta"] = np.stack([m.untie.theta.double().numpy() for m in modules])  # (L or 1, h)
+    layers = []
+    for layer in range(encoder.config.num_hidden_layers):
+        attention = identical_word_attention(encoder, layer=layer, **probe)  # (n, n)
+        layers.append(attention)
+    arrays["probe"] = np.stack(layers)  # (L, n, n)
+    payload["probe"] = [{**indicators(a, window=ANALYSIS_WINDOW), "chen_locality": chen_locality(a), "chen_symmetry": chen_symmetry(a)}
+                        for a in layers]
+    payload["variant"] = variant.name
+    return payload, arrays

@@ -1,0 +1,201 @@
+"""The scale study (issue 14): at which pretraining budget do position embeddings start to matter?
+
+Every model of a profile is evaluated at each budget its run keeps (``PretrainConfig.budgets``:
+the snapshots of an anytime schedule, then the last step). This module reads what the store holds,
+never computes a model (a study runs for hours, in chunks; the chapter shows what is finished), and
+decides three criteria at each budget, all from the data:
+
+(a) ``ape-learned`` beats ``none`` on validation MLM loss beyond the pretraining-seed spread: with
+    at least two pretraining seeds each, every ``ape-learned`` seed has a lower loss than every
+    ``none`` seed (the ranges do not overlap). With one seed each it is not decidable.
+(b) the learned APE's trained dot-product map P P^T shows the diagonal: the mean over seeds of its
+    ``monotonicity`` and of its ``monotonicity_local`` (offsets 1..``ANALYSIS_WINDOW``) are both at least
+    :data:`DIAGONAL_THRESHOLD`. Random Gaussian tables of the same shape score 0.00 +- 0.04 on both
+    (largest |value| of 40 draws 0.085); a fixed sinusoid scores 0.99 and 1.00.
+(c) the best variant's classification average beats the best constant predictor's by at least
+    :data:`CHANCE_MARGIN` points on the test split, the best variant chosen on the validation split
+    (no selection on the test data); the bag-of-words baseline is reported beside it.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from pe_book.experiments.baselines import task_score
+from pe_book.experiments.runner import Runner, stage_name
+
+#: Criterion (b): both diagonal indicators of the learned APE's P P^T at least this.
+DIAGONAL_THRESHOLD = 0.2
+#: Criterion (c): points above the best constant predictor's classification average.
+CHANCE_MARGIN = 10.0
+#: The variants criteria (a) and (b) compare.
+APE, NO_PE = "ape-learned", "none"
+
+
+@dataclass
+class ScaleStudy:
+    """What a profile's store holds of the study, and the criteria at each budget."""
+
+    models: pd.DataFrame  # one row per stored model: variant, pretrain_seed, steps, tokens, loss, indicators, scores
+    criteria: pd.DataFrame  # one row per budget: tokens, a/b/c (True, False or None = not decidable), their numbers
+    unigram_loss: float  # validation loss of a unigram model on the same masked tokens
+    constant: float  # the best constant predictor's classification average (test, percent)
+    bag_of_words: float  # the bag-of-words baseline's classification average (test, percent)
+    stored: int  # artifacts of the study found in the store
+    planned: int  # artifacts the profile's run computes in all
+    smallest_budget: int | None  # the fewest tokens at which (a), (b) and (c) all hold (None: at none)
+
+
+def collect(runner: Runner, variants: Sequence[str], tasks: Sequence[str]) -> pd.DataFrame:
+    """One row per stored pretrained model (variant, pretraining seed, budget): tokens, validation
+    loss, the learned APE's indicators (NaN without one) and, averaged over the stored fine-tuning
+    seeds, the classification average on the validation and test splits (NaN when none is stored)."""
+    profile = runner.profile
+    tokens_per_step = profile.pretrain.batch_size * profile.seq_len
+    rows = []
+    for variant, p, steps in runner.models(list(variants)):
+        at = runner.snapshot(steps)
+        pre = runner.store.load(variant, stage_name("pretrain", p, snapshot=at), runner.pretrain_config(variant, p, steps))
+        if pre is None:
+            continue
+        analysis = runner.store.load(variant, stage_name("analysis", p, snapshot=at),
+                                     runner.analysis_config(variant, p, steps))
+        ape = (analysis.payload["trained"].get("ape", {}) if analysis is not None else {})
+        row = {"variant": variant, "pretrain_seed": p, "steps": steps, "tokens": steps * tokens_per_step,
+               "validation_loss": pre.payload["result"]["validation_loss"],
+               "monotonicity": ape.get("monotonicity", math.nan),
+               "monotonicity_local": ape.get("monotonicity_local", math.nan)}
+        row.update(classification_average(runner, variant, p, steps, tasks))
+        rows.append(row)
+    columns = ["variant", "pretrain_seed", "steps", "tokens", "validation_loss", "monotonicity", "monotonicity_local",
+               "classification_validation", "classification_test", "finetune_seeds"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def classification_average(runner: Runner, variant: str, p: int, steps: int, tasks: Sequence[str]) -> dict:
+    """Mean over the fine-tuning seeds stored for every task of the mean task score (percent)."""
+    at = runner.snapshot(steps)
+    by_seed = {"validation": [], "test": []}
+    for seed in runner.profile.seeds:
+        found = [runner.store.load(variant, stage_name("finetune", p, task, f"seed{seed}", snapshot=at),
+                                   runner.finetune_config(variant, task, seed, p, steps)) for task in tasks]
+        if tasks and all(f is not None for f in found):
+            for split in by_seed:
+                by_seed[split].append(np.mean([100.0 * task_score(f.payload[split]) for f in found]))
+    return {"classification_validation": float(np.mean(by_seed["validation"])) if by_seed["validation"] else math.nan,
+            "classification_test": float(np.mean(by_seed["test"])) if by_seed["test"] else math.nan,
+            "finetune_seeds": len(by_seed["test"])}
+
+
+def baseline_average(runner: Runner, tasks: Sequence[str], name: str) -> float:
+    """The test classification average (percent) of a stored baseline (``constant``, ``bag of
+    words``); NaN unless it is stored for every task."""
+    found = [runner.store.load(Runner.BASELINES, f"baselines-{t}", runner.baselines_config(t)) for t in tasks]
+    if not tasks or any(f is None for f in found):
+        return math.nan
+    return float(np.mean([100.0 * task_score(f.payload["baselines"][name]["test"]) for f in found]))
+
+
+def unigram_loss(runner: Runner) -> float:
+    """The stored unigram validation loss (NaN when it is not stored yet)."""
+    found = runner.store.load(Runner.BASELINES, "unigram", runner.unigram_config())
+    return float(found.payload["validation_loss"]) if found is not None else math.nan
+
+
+def separation_chance(n_a: int, n_b: int) -> float:
+    """The chance that ``n_a`` seeds all fall below ``n_b`` seeds when both come from one
+    distribution (no true difference): ``n_a! n_b! / (n_a + n_b)!``, the false-positive rate of
+    criterion (a) (1/6 with two seeds each, 1/20 with three)."""
+    return math.factorial(n_a) * math.factorial(n_b) / math.factorial(n_a + n_b)
+
+
+def criteria_at(models: pd.DataFrame, constant: float) -> dict:
+    """Criteria (a), (b), (c) on the models of one budget (None: not decidable from what is stored)."""
+    loss = {v: models.loc[models.variant == v, "validation_loss"] for v in (APE, NO_PE)}
+    ape = models[models.variant == APE]
+    decided_a = len(loss[APE]) >= 2 and len(loss[NO_PE]) >= 2
+    scored = models.dropna(subset=["classification_validation", "classification_test"])
+    means = scored.groupby("variant")[["classification_validation", "classification_test"]].mean()
+    best = means["classification_validation"].idxmax() if len(means) else None
+    mono = (float(ape["monotonicity"].mean()), float(ape["monotonicity_local"].mean())) if len(ape) else (math.nan,) * 2
+    return {
+        "loss_gap": float(loss[APE].mean() - loss[NO_PE].mean()) if len(loss[APE]) and len(loss[NO_PE]) else math.nan,
+        "a": bool(loss[APE].max() < loss[NO_PE].min()) if decided_a else None,
+        "a_null_rate": separation_chance(len(loss[APE]), len(loss[NO_PE])) if decided_a else math.nan,
+        "monotonicity": mono[0], "monotonicity_local": mono[1],
+        "b": bool(min(mono) >= DIAGONAL_THRESHOLD) if not any(map(math.isnan, mono)) else None,
+        "best_variant": best,
+        "best_classification": float(means.loc[best, "classification_test"]) if best is not None else math.nan,
+        "c": (bool(means.loc[best, "classification_test"] - constant >= CHANCE_MARGIN)
+              if best is not None and not math.isnan(constant) else None),
+    }
+
+
+def compute(runner: Runner, variants: Sequence[str], tasks: Sequence[str]) -> ScaleStudy:
+    """The scale study of ``runner``'s profile over ``variants`` (criteria (a) and (b) need
+    ``ape-learned`` and ``none`` among them) and the classification ``tasks``."""
+    models = collect(runner, variants, tasks)
+    constant = baseline_average(runner, tasks, "constant")
+    rows = []
+    for steps, group in models.groupby("steps", sort=True):
+        rows.append({"steps": steps, "tokens": int(group.tokens.iloc[0]), **criteria_at(group, constant)})
+    criteria = pd.DataFrame(rows, columns=["steps", "tokens", "loss_gap", "a", "a_null_rate", "monotonicity", "monotonicity_local", "b",
+                                           "best_variant", "best_classification", "c"])
+    passing = criteria[(criteria.a == True) & (criteria.b == True) & (criteria.c == True)]  # noqa: E712 (None stays out)
+    planned = [a for a in runner.plan(list(variants), list(tasks)) if a.variant != Runner.BASELINES]
+    return ScaleStudy(
+        models=models, criteria=criteria, unigram_loss=unigram_loss(runner),
+        constant=constant, bag_of_words=baseline_average(runner, tasks, "bag of words"),
+        stored=sum(a.stored for a in planned), planned=len(planned),
+        smallest_budget=int(passing.tokens.min()) if len(passing) else None,
+    )
+
+
+def verdict(value: bool | None) -> str:
+    """A criterion's cell: pass, fail, or not decidable."""
+    return {True: "pass", False: "fail", None: "not decidable"}[value]
+
+
+def finetune_screen(path) -> pd.DataFrame:
+    """The fine-tuning screen (``studies/finetune_screen/results.jsonl``): one row per variant,
+    task and recipe, with the training examples and the test score (percent; the mean of the
+    task's metrics)."""
+    import json
+    from pathlib import Path
+
+    rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    return pd.DataFrame([{"recipe": r["recipe"], "variant": r["variant"], "task": r["task"],
+                          "training examples": r["train_examples"], "validation": 100.0 * task_score(r["validation"]),
+                          "test": 100.0 * task_score(r["test"])} for r in rows])
+
+
+#: The recipe settings of a screen run shown beside its result (``args`` of ``studies/recipe_screen/*.json``).
+SCREEN_SETTINGS = {"seq": "sequence", "lr": "peak lr", "sched": "schedule", "warmup": "warm-up", "preln": "pre-LN",
+                   "dropout": "dropout", "mask": "masking", "pe_init": "position init std", "pe_lr_mult": "position lr x",
+                   "sin_scale": "sinusoid scale"}
+
+
+def recipe_screen(folder) -> pd.DataFrame:
+    """The recipe screen's runs (``studies/recipe_screen/*.json``), one row per run and variant:
+    the recipe, the tokens seen, the validation loss against the unigram loss on the same masked
+    tokens, and the learned APE's indicators where the variant has one."""
+    import json
+    from pathlib import Path
+
+    rows = []
+    for path in sorted(Path(folder).glob("*.json")):
+        run = json.loads(path.read_text())
+        settings = {label: run["args"].get(key) for key, label in SCREEN_SETTINGS.items()}
+        if settings["position init std"] is None:  # the screen's default: like every other weight
+            settings["position init std"] = run["args"]["init"]
+        for variant, result in run["variants"].items():
+            final = result["final"]
+            rows.append({"run": path.stem, "variant": variant, **settings, "tokens (M)": final["tokens"] / 1e6,
+                         "validation loss": final["val"], "unigram loss": run["unigram"],
+                         "APE monotonicity": final.get("mono", math.nan),
+                         "APE local monotonicity": final.get("mono_local", math.nan)})
+    return pd.DataFrame(rows)

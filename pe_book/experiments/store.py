@@ -1,0 +1,144 @@
+"""The artifact store: small, committed results under ``results/<profile>/<variant>/<stage>-<key>/``.
+
+An artifact is a folder with ``artifact.json`` (payload + provenance), optionally ``arrays.npz``
+(fp16 matrices), and ``manifest.json`` (sha256 of both). ``key`` hashes everything that produced
+the artifact, so a changed config is a new key, never a stale reuse. Folders are written
+atomically; a folder whose manifest does not verify is reported and treated as missing.
+"""
+from __future__ import annotations
+
+import datetime
+import functools
+import importlib.metadata
+import io
+import os
+import platform
+import subprocess
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from pe_lib.io import atomic_dir, content_key, exclusive_lock, explain_disk_full, read_json, sha256_file, write_json
+
+PACKAGES = ("pe-lib", "torch", "transformers", "tokenizers", "datasets", "accelerate", "numpy")
+
+
+@functools.cache
+def git_commit() -> str:
+    """The commit of the code this process runs: the repository's HEAD (suffix ``-dirty`` with
+    uncommitted changes) read once, at the first call, or ``unknown``. Read again later, HEAD could
+    name a commit made while a long run was going, not the code that produced its artifacts; the
+    :class:`~pe_book.experiments.runner.Runner` calls this when it is created."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return commit + ("-dirty" if dirty else "")
+
+
+def hardware() -> dict[str, Any]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                   if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    return {"cpu": cpu, "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(), "gpu": gpu,
+            "python": platform.python_version(), "platform": platform.platform()}
+
+
+def versions() -> dict[str, str]:
+    found = {}
+    for name in PACKAGES:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            found[name] = "absent"
+    return found
+
+
+def provenance(config: dict, wall_s: float) -> dict[str, Any]:
+    """Where a number came from: its config, the code, the packages, the machine, the time taken."""
+    return {"config": config, "git_commit": git_commit(), "versions": versions(), "hardware": hardware(),
+            "wall_s": wall_s, "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+
+
+@dataclass
+class Artifact:
+    folder: Path
+    payload: dict
+    provenance: dict
+    arrays: dict[str, np.ndarray]
+
+
+class Store:
+    """Artifacts of one profile under ``root/<profile>``."""
+
+    def __init__(self, root: str | os.PathLike, profile: str):
+        self.root = Path(root) / profile
+
+    def lock(self):
+        """Exclusive use of this profile's store by one process (re-entrant); a second run gets a clear error."""
+        return exclusive_lock(self.root / ".lock", f"the artifact store {self.root}")
+
+    @staticmethod
+    def key(config: dict) -> str:
+        return content_key(config)
+
+    def folder(self, variant: str, stage: str, config: dict) -> Path:
+        return self.root / variant / f"{stage}-{self.key(config)}"
+
+    def artifact_folders(self) -> list[Path]:
+        """Every artifact folder of this profile (``<variant>/<stage>-<key>`` with a manifest)."""
+        return sorted(f.parent for f in self.root.glob("*/*/manifest.json") if not f.parent.name.startswith("."))
+
+    def load(self, variant: str, stage: str, config: dict) -> Artifact | None:
+        """The artifact for this exact config, or None when absent or corrupt (with a warning)."""
+        folder = self.folder(variant, stage, config)
+        if not (folder / "manifest.json").exists():
+            return None
+        try:
+            for name, digest in read_json(folder / "manifest.json").items():
+                if sha256_file(folder / name) != digest:
+                    raise ValueError(f"checksum mismatch in {folder / name}")
+            document = read_json(folder / "artifact.json")
+            arrays = {}
+            if (folder / "arrays.npz").exists():
+                with np.load(folder / "arrays.npz", allow_pickle=False) as npz:
+                    arrays = {k: npz[k] for k in npz.files}
+        except (OSError, ValueError) as error:
+            warnings.warn(f"ignoring corrupt artifact {folder}: {error}; it will be recomputed", stacklevel=2)
+            return None
+        return Artifact(folder, document["payload"], document["provenance"], arrays)
+
+    def save(self, variant: str, stage: str, config: dict, payload: dict, wall_s: float,
+             arrays: dict[str, np.ndarray] | None = None) -> Artifact:
+        """Write an artifact atomically (arrays stored as fp16 when floating) and return it."""
+        folder = self.folder(variant, stage, config)
+        document = {"payload": payload, "provenance": provenance(config, wall_s)}
+        with explain_disk_full(f"artifact {folder}"), atomic_dir(folder) as work:
+            write_json(work / "artifact.json", document)
+            files = ["artifact.json"]
+            if arrays:
+                buffer = io.BytesIO()
+                np.savez_compressed(buffer, **{k: small(v) for k, v in arrays.items()})
+                (work / "arrays.npz").write_bytes(buffer.getvalue())
+                files.append("arrays.npz")
+            write_json(work / "manifest.json", {name: sha256_file(work / name) for name in files})
+        return self.load(variant, stage, config)
+
+
+def small(array: np.ndarray) -> np.ndarray:
+    """fp16 for floating arrays whose values fit, else unchanged."""
+    array = np.asarray(array)
+    if np.issubdtype(array.dtype, np.floating) and np.all(np.abs(array[np.isfinite(array)]) < 6e4):
+        return array.astype(np.float16)
+    return array

@@ -1,0 +1,228 @@
+"""Every error a user can cause is one line on stderr and exit status 1 (argparse's usage errors:
+one line and status 2); ``--debug`` shows the traceback. Also the command line's own behaviour:
+``--version``, ``python -m pe_book``, a closed pipe, ``--task`` choices."""
+import json
+import os
+import pickle
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+from support import StoreLockHolder, tmpfs
+from transformers import BertTokenizer
+
+from pe_lib import PEBertForMaskedLM
+from pe_book.cli import main
+from pe_lib.errors import InputError
+from pe_lib.io import sha256_file, write_json
+
+WORDS = "good bad film plot the was a cat dog sat".split()
+
+
+def one_line(capsys, argv: list[str], status: int = 1) -> str:
+    """Run the CLI; check its exit status and that stderr holds exactly one error line."""
+    capsys.readouterr()  # what the test's own setup printed
+    try:
+        code = main(argv)
+    except SystemExit as exit_:  # argparse
+        code = exit_.code
+    assert code == status
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.strip() and not line.startswith("warning:")]
+    assert len(errors) == 1, errors
+    return errors[0]
+
+
+@pytest.fixture
+def folders(tmp_path):
+    """Paths for the results, the work folder and the cache (so the CLI never touches ~/.cache)."""
+    return ["--results", str(tmp_path / "results"), "--work", str(tmp_path / "work"), "--cache", str(tmp_path / "cache")]
+
+
+@pytest.fixture
+def tokenizer_dir(tmp_path) -> Path:
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
+    folder = tmp_path / "tokenizer"
+    BertTokenizer(vocab=str(vocab)).save_pretrained(folder)
+    return folder
+
+
+def corpus_file(tmp_path, lines: int) -> Path:
+    path = tmp_path / f"corpus-{lines}.txt"
+    path.write_text("\n".join(" ".join(WORDS[(i + j) % len(WORDS)] for j in range(20)) for i in range(lines)) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", "--variants", "ape-bogus"], "unknown position embedding 'ape-bogus' in 'ape-bogus'; valid basic names: none, ape-learned"),
+    (["run", "--tasks", "bogus"], "unknown task 'bogus'; valid tasks: cola, sst2"),
+    (["run", "--variants", "ape-learned+untie-cls"], "'untie-cls' unties [CLS] from a relative score bias, so "
+                                                     "'ape-learned+untie-cls' needs one of rpe-learned"),
+])
+def test_bad_variants_and_tasks(argv, message, folders, capsys):
+    line = one_line(capsys, argv + folders)
+    assert line.startswith(f"pe-lib run: error: {message}") and line.endswith("(--debug shows the traceback)")
+
+
+def test_debug_shows_the_traceback(folders):
+    with pytest.raises(InputError, match="unknown position embedding"):
+        main(["--debug", "run", "--variants", "ape-bogus", *folders])
+
+
+def test_a_step_count_below_one_is_a_usage_error(capsys):
+    line = one_line(capsys, ["pretrain", "--variant", "ape-learned", "--steps", "-5"], status=2)
+    assert line.startswith("pe-lib pretrain: error: argument --steps:") and "-5" in line
+
+
+def test_unknown_task_for_finetune_names_the_choices(capsys, tmp_path):
+    line = one_line(capsys, ["finetune", "--model", str(tmp_path), "--task", "bogus"], status=2)
+    assert "invalid choice: 'bogus'" in line and "'sst2'" in line
+
+
+@pytest.mark.parametrize("command", [["properties"], ["finetune", "--task", "sst2", "--model"]])
+def test_a_model_folder_that_does_not_exist(command, capsys, tmp_path):
+    line = one_line(capsys, [*command, str(tmp_path / "nowhere")])
+    assert line.endswith(f"error: no model folder {tmp_path / 'nowhere'} (--debug shows the traceback)")
+
+
+def test_a_config_with_a_wrongly_typed_value(make_config, capsys, tmp_path):
+    PEBertForMaskedLM(make_config()).save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**config, "hidden_size": "x"}))
+    assert f"{tmp_path}/config.json: hidden_size is 'x', expected a number" in one_line(capsys, ["properties", str(tmp_path)])
+
+
+def test_truncated_weights(make_config, capsys, tmp_path):
+    PEBertForMaskedLM(make_config()).save_pretrained(tmp_path)
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    assert f"cannot read the model weights {weights}" in one_line(capsys, ["properties", str(tmp_path)])
+
+
+@pytest.fixture
+def read_only(tmp_path):
+    """A folder nobody may write into: chmod for a user; for root (who ignores modes) a read-only tmpfs."""
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        yield folder
+        folder.chmod(0o755)
+        return
+    yield from tmpfs(folder, "ro,size=1m")
+
+
+def test_a_read_only_cache(read_only, capsys, tmp_path):
+    line = one_line(capsys, ["run", "--cache", str(read_only / "cache"), "--results", str(tmp_path / "results")])
+    assert f"cache folder {read_only / 'cache'} is not writable" in line and "PE_LIB_CACHE" in line
+
+
+def test_a_read_only_results_folder(read_only, capsys, tmp_path):
+    line = one_line(capsys, ["run", "--results", str(read_only / "results"), "--work", str(tmp_path / "work"),
+                             "--cache", str(tmp_path / "cache")])
+    assert f"the artifact store {read_only}/results/smoke cannot be written" in line
+
+
+def test_a_corpus_too_short_for_one_block(tokenizer_dir, capsys, tmp_path):
+    line = one_line(capsys, ["pretrain", "--variant", "ape-learned", "--corpus-file", str(corpus_file(tmp_path, 12)),
+                             "--tokenizer", str(tokenizer_dir), "--out", str(tmp_path / "run"), "--cache", str(tmp_path / "cache")])
+    assert "not enough for one block of 64; give a longer corpus" in line
+
+
+def test_an_offline_task_without_a_packaged_copy(make_config, capsys, tmp_path):
+    PEBertForMaskedLM(make_config()).save_pretrained(tmp_path / "model")
+    line = one_line(capsys, ["finetune", "--model", str(tmp_path / "model"), "--task", "qnli", "--cache", str(tmp_path / "cache")])
+    assert "task 'qnli': there is no packaged offline analogue" in line
+
+
+def test_the_store_lock_held_by_another_process(folders, capsys, tmp_path):
+    with StoreLockHolder(tmp_path / "results") as pid:
+        line = one_line(capsys, ["run", *folders])
+    assert f"the artifact store {tmp_path}/results/smoke is in use by another run (pid {pid})" in line
+
+
+class Trap:
+    def __reduce__(self):
+        return (eval, ("open(__import__('os').environ['TRAP'], 'w').write('pwned')",))
+
+
+def test_a_refused_pickle_is_set_aside_and_the_run_rebuilt(tokenizer_dir, capsys, tmp_path, monkeypatch):
+    run = tmp_path / "run"
+    argv = ["pretrain", "--variant", "ape-learned", "--corpus-file", str(corpus_file(tmp_path, 120)), "--tokenizer",
+            str(tokenizer_dir), "--out", str(run), "--cache", str(tmp_path / "cache"), "--steps", "2", "--batch-size", "2",
+            "--no-progress"]
+    assert main(argv) == 0
+    (checkpoint,) = (run / "checkpoints").glob("step-*")
+    (checkpoint / "trainer_state.pt").write_bytes(pickle.dumps(Trap()))
+    write_json(checkpoint / "manifest.json", {n: sha256_file(checkpoint / n) for n in ("model.safetensors", "trainer_state.pt", "state.json")})
+    for name in ("manifest.json", "result.json"):  # as if killed before the run finished
+        (run / name).unlink()
+    monkeypatch.setenv("TRAP", str(tmp_path / "pwned"))
+    capsys.readouterr()
+    assert main(argv) == 0
+    err = capsys.readouterr().err.splitlines()
+    refused = [line for line in err if "refused checkpoint" in line]
+    assert len(refused) == 1 and refused[0].startswith("warning: refused checkpoint") and "set aside as" in refused[0]
+    assert not (tmp_path / "pwned").exists() and (run / "refused" / checkpoint.name).exists()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main(argv) == 0  # rebuilt: no longer fails, no longer warns
+
+
+def test_a_full_disk_is_one_line(tokenizer_dir, capsys, tmp_path, monkeypatch):
+    import pe_lib.training.pretrain as pretrain_module
+    from faults.test_disk_full import SAFETENSORS_FULL
+    from safetensors import SafetensorError
+
+    def full(model, path):
+        raise SafetensorError(SAFETENSORS_FULL)
+
+    monkeypatch.setattr(pretrain_module, "save_model", full)
+    run = tmp_path / "run"
+    line = one_line(capsys, ["pretrain", "--variant", "ape-learned", "--corpus-file", str(corpus_file(tmp_path, 120)),
+                             "--tokenizer", str(tokenizer_dir), "--out", str(run), "--cache", str(tmp_path / "cache"),
+                             "--steps", "2", "--batch-size", "2", "--no-progress"])
+    assert line.startswith(f"pe-lib pretrain: error: disk full while writing checkpoint {run}/checkpoints/step-00000002; ")
+    assert sorted(p.name for p in run.rglob("*.part*")) == []
+
+
+# ----------------------------------------------------------------------------- the command line itself
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.startswith("pe-lib 0.")
+
+
+def test_python_dash_m_and_a_closed_pipe_end_quietly():
+    """``python -m pe_book variants --all | head``: a reader that is gone ends the command quietly."""
+    read, write = os.pipe()
+    os.close(read)  # the reader has already stopped reading
+    try:
+        done = subprocess.run([sys.executable, "-m", "pe_book", "variants", "--all"], stdout=write,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert done.stderr == "", "no BrokenPipeError traceback"
+    assert done.returncode == 1
+
+
+def test_requires_python_matches_the_pins():
+    root = Path(__file__).resolve().parents[3]
+    assert 'requires-python = ">=3.11"' in (root / "pyproject.toml").read_text()
+
+
+def test_an_interrupt_is_one_line_and_status_130(folders, capsys, monkeypatch):
+    import pe_book.commands.run as run_command
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_command, "run", interrupted)
+    assert "interrupted; finished artifacts and checkpoints are kept" in one_line(capsys, ["run", *folders], status=130)
+    with pytest.raises(KeyboardInterrupt):
+        main(["run", "--debug", *folders])

@@ -1,0 +1,273 @@
+import dataclasses
+import math
+import warnings
+
+import numpy as np
+import pytest
+from datasets import Dataset, DatasetDict
+from transformers import BertTokenizer
+
+import pe_lib.data
+from pe_lib.data.tasks import TASKS, Task
+from pe_book.experiments import runner as runner_module
+from pe_book.experiments.profiles import SMOKE, get_profile
+from pe_book.experiments.runner import Runner
+from pe_lib.training.pretrain import MLMData, PretrainConfig
+
+WORDS = "good bad film plot the was a cat dog sat".split()
+
+
+@pytest.fixture
+def tokenizer(tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
+    return BertTokenizer(vocab=str(vocab))
+
+
+@pytest.fixture
+def profile():
+    return dataclasses.replace(
+        SMOKE, name="test", variants=("ape-learned", "rpe-sin-learned"), tasks=("sst2",), seeds=(0, 1),
+        model=dict(SMOKE.model, hidden_size=16, intermediate_size=32),
+        pretrain=PretrainConfig(steps=4, batch_size=4, log_every=1, eval_every=2, eval_batches=1, checkpoint_every=2,
+                                precision="fp32"),
+        seq_len=16, probe={"length": 8, "n_words": 3},
+    )
+
+
+@pytest.fixture
+def runner(profile, tokenizer, tmp_path, monkeypatch):
+    rng = np.random.default_rng(0)
+    blocks = rng.integers(5, len(tokenizer), size=(16, 16))  # 8 validation rows: 112 tokens, enough for 4 x 16
+    blocks[:, 0], blocks[:, -1] = tokenizer.cls_token_id, tokenizer.sep_token_id
+    data = MLMData.for_tokenizer(tokenizer, blocks[:8], blocks[8:])
+
+    def fake_task(name, source, cache_dir, max_train):
+        rows = [{"sentence1": f"the film was {'good' if i % 2 else 'bad'}", "label": i % 2} for i in range(24)]
+        return Task(TASKS[name].meta, DatasetDict({"train": Dataset.from_list(rows[:16]), "validation": Dataset.from_list(rows[16:20]),
+                                                   "test": Dataset.from_list(rows[20:])}), "fixture")
+
+    monkeypatch.setattr(pe_lib.data, "load_task", fake_task)
+    return Runner(profile, tmp_path / "results", tmp_path / "work", progress=False, tokenizer=tokenizer, data=data)
+
+
+def count_calls(monkeypatch, name):
+    calls = []
+    original = getattr(runner_module, name)
+    monkeypatch.setattr(runner_module, name, lambda *a, **k: calls.append(1) or original(*a, **k))
+    return calls
+
+
+def test_run_computes_everything_once(runner, monkeypatch):
+    runner.run()
+    store = runner.store.root
+    assert sorted(p.name for p in store.iterdir() if not p.name.startswith(".")) == ["ape-learned", "baselines", "rpe-sin-learned"]
+    stages = sorted(p.name.rsplit("-", 1)[0] for p in (store / "ape-learned").iterdir())
+    assert stages == ["analysis-p0", "extrapolation-p0", "finetune-sst2-p0-seed0", "finetune-sst2-p0-seed1", "pretrain-p0"]
+    pretrains, finetunes = count_calls(monkeypatch, "pretrain"), count_calls(monkeypatch, "finetune")
+    runner.run()
+    assert pretrains == [] and finetunes == [], "a complete store computes nothing"
+
+
+def test_artifacts_carry_provenance_and_analysis(runner):
+    pre = runner.ensure_pretrained("ape-learned")
+    assert {"config", "git_commit", "versions", "hardware", "wall_s", "created"} <= set(pre.provenance)
+    assert [r["step"] for r in pre.payload["curve"] if r["split"] == "train"] == [1, 2, 3, 4]
+    analysis = runner.ensure_analysis("rpe-sin-learned")
+    assert analysis.arrays["trained.probe"].shape == (2, 8, 8) and analysis.arrays["trained.probe"].dtype == np.float16
+    assert analysis.arrays["init.rpe_freqs"].shape == (2, 4)  # per layer, head_dim / 2
+    assert not np.array_equal(analysis.arrays["init.rpe_freqs"], analysis.arrays["trained.rpe_freqs"])
+    assert set(analysis.payload["trained"]["probe"][0]) >= {"monotonicity", "chen_locality", "chen_symmetry"}
+
+
+def test_extrapolation_is_an_artifact_reused_and_keyed_apart_from_the_other_stages(runner, profile, monkeypatch):
+    first = runner.ensure_extrapolation("ape-learned")
+    records = first.payload["records"]
+    assert [(r["length"], r["multiplier"], r["status"]) for r in records] == [(16, 1, "ok"), (32, 2, "ok"), (64, 4, "ok")]
+    assert all(math.isfinite(r["loss"]) for r in records) and first.payload["stream_tokens"] == 112
+    assert first.provenance["config"]["pretrain"] == runner.pretrain_key("ape-learned")
+    calls = count_calls(monkeypatch, "length_extrapolation")
+    assert runner.ensure_extrapolation("ape-learned").payload == first.payload and calls == [], "reused, not recomputed"
+
+    runner.ensure_analysis("ape-learned")
+    runner.ensure_finetuned("ape-learned", "sst2", 0)
+    other = Runner(dataclasses.replace(profile, extrapolation_multipliers=(1, 2), extrapolation_tokens=64),
+                   runner.store.root.parent, runner.work, progress=False, tokenizer=runner.tokenizer, data=runner.mlm_data())
+    computed = [count_calls(monkeypatch, name) for name in ("pretrain", "analyse", "finetune")]
+    other.ensure_pretrained("ape-learned")
+    other.ensure_analysis("ape-learned")
+    other.ensure_finetuned("ape-learned", "sst2", 0)
+    assert computed == [[], [], []], "other stages keep their keys when only the extrapolation settings change"
+    changed = other.ensure_extrapolation("ape-learned")
+    assert changed.folder != first.folder and [r["length"] for r in changed.payload["records"]] == [16, 32]
+
+
+def test_extrapolation_reports_lengths_a_learned_ape_cannot_encode(runner, profile):
+    short = dataclasses.replace(profile, model=dict(profile.model, max_position_embeddings=32))
+    other = Runner(short, runner.store.root.parent, runner.work, progress=False, tokenizer=runner.tokenizer,
+                   data=runner.mlm_data())
+    records = other.ensure_extrapolation("ape-learned").payload["records"]
+    assert [r["status"] for r in records] == ["ok", "ok", "cannot run"]
+    assert "position 63 is beyond the maximum of 32 positions" in records[2]["reason"]
+    assert [r["status"] for r in other.ensure_extrapolation("rpe-sin-learned").payload["records"]] == ["ok"] * 3
+
+
+def test_changed_config_means_a_new_key(runner, profile):
+    runner.ensure_pretrained("ape-learned")
+    other = Runner(dataclasses.replace(profile, pretrain=dataclasses.replace(profile.pretrain, lr=1e-3)),
+                   runner.store.root.parent, runner.work, progress=False, tokenizer=runner.tokenizer, data=runner.mlm_data())
+    assert other.pretrain_key("ape-learned") != runner.pretrain_key("ape-learned")
+    assert other.store.load("ape-learned", "pretrain-p0", other.pretrain_config("ape-learned")) is None
+
+
+def test_corrupt_artifact_is_reported_and_recomputed(runner):
+    artifact = runner.ensure_finetuned("ape-learned", "sst2", 0)
+    (artifact.folder / "artifact.json").write_text("{}")
+    with pytest.warns(UserWarning, match="ignoring corrupt artifact .*checksum mismatch"):
+        again = runner.ensure_finetuned("ape-learned", "sst2", 0)
+    assert again.payload["test"] == artifact.payload["test"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        runner.ensure_finetuned("ape-learned", "sst2", 0)
+
+
+def test_unknown_profile_names_the_valid_ones():
+    with pytest.raises(ValueError, match="valid profiles: smoke, cpu, scale, gpu"):
+        get_profile("laptop")
+
+
+def test_keys_do_not_depend_on_whether_the_data_was_loaded(profile, tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    fresh = Runner(profile, tmp_path / "results", tmp_path / "work", progress=False, tokenizer=None)
+    monkeypatch.setattr(Runner, "corpus", SimpleNamespace(folder=tmp_path / "corpus-packaged-abc"))
+    monkeypatch.setattr(Runner, "tokenizer", property(lambda self: BertTokenizer(vocab=str(_vocab(tmp_path)))))
+    before = fresh.data_fingerprint()
+    rng = np.random.default_rng(0)
+    fresh._data = MLMData(rng.integers(5, 10, size=(8, 16)), rng.integers(5, 10, size=(2, 16)), 15, 4, (0, 1, 2, 3, 4))
+    assert fresh.data_fingerprint() == before
+
+
+def _vocab(folder):
+    path = folder / "vocab.txt"
+    path.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
+    return path
+
+
+def test_pretraining_seeds_are_separate_models_each_fine_tuned_with_every_seed(runner, profile, monkeypatch):
+    seeded = Runner(dataclasses.replace(profile, tasks=("sst2",), seeds=(0,), pretrain_seeds_by_variant={"ape-learned": 2}),
+                    runner.store.root.parent, runner.work, progress=False, tokenizer=runner.tokenizer, data=runner.mlm_data())
+    assert seeded.profile.pretrain_seeds_for("ape-learned") == (0, 1)
+    assert seeded.profile.pretrain_seeds_for("rpe-sin-learned") == (0,)
+    seeded.run(["ape-learned"])
+    stages = sorted(p.name.rsplit("-", 1)[0] for p in (seeded.store.root / "ape-learned").iterdir())
+    assert stages == ["analysis-p0", "analysis-p1", "extrapolation-p0", "extrapolation-p1", "finetune-sst2-p0-seed0",
+                      "finetune-sst2-p1-seed0", "pretrain-p0", "pretrain-p1"]
+    curves = [seeded.ensure_pretrained("ape-learned", p).payload["curve"] for p in (0, 1)]
+    train = [[r["loss"] for r in c if r["split"] == "train"] for c in curves]
+    assert train[0] != train[1], "another pretraining seed is another model"
+    assert seeded.run_dir("ape-learned", 0) != seeded.run_dir("ape-learned", 1)
+
+
+def test_plan_lists_stored_and_missing_and_orphans(runner, profile):
+    plan = runner.plan()
+    assert len(plan) == 2 + 2 * (3 + 2) and not any(a.stored for a in plan), "unigram, one task's baselines, 2 variants"
+    runner.run(["ape-learned"])
+    plan = runner.plan()
+    assert {a.variant for a in plan if a.stored} == {"ape-learned", Runner.BASELINES} and sum(a.stored for a in plan) == 7
+    assert runner.orphans(plan) == []
+    other = Runner(dataclasses.replace(profile, pretrain=dataclasses.replace(profile.pretrain, lr=3e-3)),
+                   runner.store.root.parent, runner.work, progress=False, tokenizer=runner.tokenizer, data=runner.mlm_data())
+    assert len(other.orphans(other.plan())) == 5, "artifacts of another configuration are named as orphans"
+
+
+def test_stage_code_version_is_in_every_key(runner, monkeypatch):
+    before = {stage: runner.store.folder("v", stage, config) for stage, config in (
+        ("pretrain", runner.pretrain_config("ape-learned")), ("analysis", runner.analysis_config("ape-learned")),
+        ("extrapolation", runner.extrapolation_config("ape-learned")),
+        ("finetune", runner.finetune_config("ape-learned", "sst2", 0)))}
+    for stage in ("analysis", "extrapolation", "finetune"):
+        monkeypatch.setitem(runner_module.CODE_VERSIONS, stage, runner_module.CODE_VERSIONS[stage] + 1)
+    assert runner.store.folder("v", "pretrain", runner.pretrain_config("ape-learned")) == before["pretrain"]
+    assert runner.store.folder("v", "analysis", runner.analysis_config("ape-learned")) != before["analysis"]
+    assert runner.store.folder("v", "finetune", runner.finetune_config("ape-learned", "sst2", 0)) != before["finetune"]
+    monkeypatch.setitem(runner_module.CODE_VERSIONS, "pretrain", runner_module.CODE_VERSIONS["pretrain"] + 1)
+    assert runner.store.folder("v", "pretrain", runner.pretrain_config("ape-learned")) != before["pretrain"]
+
+
+def test_task_key_follows_the_examples_not_the_card(runner, monkeypatch):
+    key = runner.task_fingerprint("sst2")
+    task = runner.task("sst2")
+    flipped = task.splits["test"].map(lambda row: {"label": 1 - row["label"]})
+    runner._tasks["sst2"] = Task(task.meta, DatasetDict({**task.splits, "test": flipped}), task.origin, task.card)
+    runner._task_keys.clear()
+    assert runner.task_fingerprint("sst2") != key
+
+
+def test_verify_recomputes_a_variant_identically_and_prints_each_difference(runner, profile, tmp_path):
+    from pe_book.commands.verify import verify_variant
+
+    runner.run(["ape-learned"])
+
+    def fresh(name):
+        return Runner(profile, tmp_path / name / "results", tmp_path / name / "work", progress=False,
+                      tokenizer=runner.tokenizer, data=runner.mlm_data())
+
+    lines = []
+    assert verify_variant(runner, fresh("a"), "ape-learned", out=lines.append) == 0
+    assert lines[-1] == "7 artifacts compared, 0 differences"  # the variant's 5 and the baselines' 2 and all("identical" in line for line in lines[:-1])
+    artifact = runner.ensure_finetuned("ape-learned", "sst2", 1)
+    changed = {**artifact.payload, "test": {k: v + 0.5 for k, v in artifact.payload["test"].items()}}
+    runner.store.save("ape-learned", "finetune-sst2-p0-seed1", runner.finetune_config("ape-learned", "sst2", 1), changed, 0.0)
+    lines.clear()
+    assert verify_variant(runner, fresh("b"), "ape-learned", out=lines.append) == len(changed["test"])
+    assert any(line.strip().startswith("payload.test.accuracy: committed") for line in lines), lines
+
+
+def test_keys_ignore_library_versions(runner, monkeypatch):
+    import transformers.configuration_utils
+
+    key = runner.pretrain_key("ape-learned")
+    monkeypatch.setattr(transformers.configuration_utils, "__version__", "99.0.0")
+    assert runner.model_config("ape-learned").to_diff_dict()["transformers_version"] == "99.0.0"
+    assert runner.pretrain_key("ape-learned") == key
+
+
+def test_snapshots_are_budgets_with_their_own_artifacts(runner, profile):
+    anytime = dataclasses.replace(profile.pretrain, schedule="constant")
+    scaled = Runner(dataclasses.replace(profile, pretrain=dataclasses.replace(anytime, snapshot_steps=(2,))),
+                    runner.store.root.parent / "scaled", runner.work, progress=False, tokenizer=runner.tokenizer,
+                    data=runner.mlm_data())
+    scaled.run(["ape-learned"])
+    stages = sorted(p.name.rsplit("-", 1)[0] for p in (scaled.store.root / "ape-learned").iterdir())
+    assert stages == ["analysis-p0", "analysis-p0-step2", "extrapolation-p0", "finetune-sst2-p0-seed0",
+                      "finetune-sst2-p0-seed1", "finetune-sst2-p0-step2-seed0", "finetune-sst2-p0-step2-seed1",
+                      "pretrain-p0", "pretrain-p0-step2"]
+    early = scaled.ensure_pretrained("ape-learned", 0, 2).payload
+    assert early["result"]["steps"] == 2 and max(r["step"] for r in early["curve"]) == 2
+    assert all(a.stored for a in scaled.plan(["ape-learned"]) if a.variant == "ape-learned")
+    # the snapshot at 2 steps is keyed as the model of a 2-step run: what a short profile would find
+    short = Runner(dataclasses.replace(profile, pretrain=dataclasses.replace(anytime, steps=2)), runner.store.root.parent / "short",
+                   runner.work, progress=False, tokenizer=runner.tokenizer, data=runner.mlm_data())
+    assert scaled.pretrain_key("ape-learned", 0, 2) == short.pretrain_key("ape-learned")
+    assert scaled.ensure_analysis("ape-learned", 0, 2).payload == short.ensure_analysis("ape-learned").payload
+    with pytest.raises(Exception, match="no model is kept at step 3; kept: 2, 4"):
+        scaled.ensure_analysis("ape-learned", 0, 3)
+
+
+def test_a_pretrained_folder_holds_its_tokenizer_and_a_card_of_its_training(runner):
+    from transformers import AutoTokenizer
+
+    model = runner.trained_model("ape-learned")
+    folder = runner.model_dir("ape-learned")
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    assert tokenizer.get_vocab() == runner.tokenizer.get_vocab()
+    card = (folder / "README.md").read_text()
+    assert "## Training" in card and "| profile | `test`" in card and "| steps | 4 |" in card
+    assert "| pretraining seed | 0 |" in card and "text given directly" in card
+    ids = tokenizer("the film was [MASK]", return_tensors="pt")
+    assert model(**ids).logits.shape[-1] == len(tokenizer)
+    from transformers import pipeline
+
+    filled = pipeline("fill-mask", model=str(folder))("the film was [MASK]")
+    assert len(filled) == 5 and all(f["token_str"] in tokenizer.get_vocab() for f in filled)

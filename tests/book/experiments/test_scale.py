@@ -1,0 +1,83 @@
+import dataclasses
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from book.experiments.test_runner import profile, runner, tokenizer  # noqa: F401 (fixtures)
+
+from pe_book.experiments import scale
+from pe_book.experiments.runner import Runner
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def rows(losses: dict, mono=(0.5, 0.5), scores: dict | None = None) -> pd.DataFrame:
+    """Models of one budget: ``losses`` variant -> loss per seed; ``scores`` variant -> (validation, test)."""
+    scores = scores or {}
+    out = []
+    for variant, values in losses.items():
+        for p, loss in enumerate(values):
+            ape = variant == "ape-learned"
+            out.append({"variant": variant, "pretrain_seed": p, "steps": 10, "tokens": 1000, "validation_loss": loss,
+                        "monotonicity": mono[0] if ape else math.nan, "monotonicity_local": mono[1] if ape else math.nan,
+                        "classification_validation": scores.get(variant, (math.nan,) * 2)[0],
+                        "classification_test": scores.get(variant, (math.nan,) * 2)[1], "finetune_seeds": 1})
+    return pd.DataFrame(out)
+
+
+def test_criterion_a_needs_two_seeds_and_separated_ranges():
+    separated = scale.criteria_at(rows({"none": [5.0, 5.1], "ape-learned": [4.8, 4.9]}), 50.0)
+    assert separated["a"] is True and separated["a_null_rate"] == pytest.approx(1 / 6)
+    assert scale.separation_chance(3, 3) == pytest.approx(1 / 20)
+    assert scale.criteria_at(rows({"none": [5.0, 5.1], "ape-learned": [4.8, 5.05]}), 50.0)["a"] is False
+    one_seed = scale.criteria_at(rows({"none": [5.0], "ape-learned": [4.0]}), 50.0)
+    assert one_seed["a"] is None and one_seed["loss_gap"] == pytest.approx(-1.0)
+
+
+def test_criterion_b_needs_both_indicators_above_the_threshold():
+    losses = {"none": [5.0], "ape-learned": [5.0]}
+    assert scale.criteria_at(rows(losses, mono=(0.3, 0.25)), 50.0)["b"] is True
+    assert scale.criteria_at(rows(losses, mono=(0.9, 0.1)), 50.0)["b"] is False
+    assert scale.criteria_at(rows({"none": [5.0]}), 50.0)["b"] is None, "no learned APE: not decidable"
+
+
+def test_criterion_c_picks_the_best_variant_on_validation_and_judges_it_on_test():
+    losses = {"none": [5.0], "ape-learned": [5.0], "rpe-learned": [5.0]}
+    # rpe-learned is best on test, ape-learned on validation: the choice is ape-learned's
+    scores = {"none": (55.0, 56.0), "ape-learned": (70.0, 59.0), "rpe-learned": (65.0, 75.0)}
+    result = scale.criteria_at(rows(losses, scores=scores), constant=50.0)
+    assert result["best_variant"] == "ape-learned" and result["best_classification"] == 59.0 and result["c"] is False
+    assert scale.criteria_at(rows(losses, scores=scores), constant=48.0)["c"] is True
+    assert scale.criteria_at(rows(losses), constant=50.0)["c"] is None, "nothing fine-tuned: not decidable"
+
+
+def test_compute_reads_every_kept_budget_of_a_finished_study(runner, profile):  # noqa: F811
+    pretrain = dataclasses.replace(profile.pretrain, schedule="constant", snapshot_steps=(2,))
+    studied = Runner(dataclasses.replace(profile, variants=("none", "ape-learned"), pretrain=pretrain),
+                     runner.store.root.parent / "scale", runner.work, progress=False, tokenizer=runner.tokenizer,
+                     data=runner.mlm_data())
+    empty = scale.compute(studied, ["none", "ape-learned"], ["sst2"])
+    assert empty.models.empty and empty.criteria.empty and empty.stored == 0 and empty.smallest_budget is None
+    studied.run()
+    study = scale.compute(studied, ["none", "ape-learned"], ["sst2"])
+    assert study.stored == study.planned > 0
+    assert sorted(study.models["steps"]) == [2, 2, 4, 4] and list(study.criteria["steps"]) == [2, 4]
+    assert study.models["finetune_seeds"].eq(2).all() and study.models["classification_test"].notna().all()
+    ape = study.models[study.models.variant == "ape-learned"]
+    assert ape["monotonicity"].notna().all() and study.models.loc[study.models.variant == "none", "monotonicity"].isna().all()
+    assert study.criteria["a"].isna().all(), "one pretraining seed each: (a) is not decidable"
+    assert 0 <= study.constant <= 100 and 0 <= study.bag_of_words <= 100 and study.unigram_loss > 0
+
+
+def test_the_recipe_screen_is_read_from_its_committed_files():
+    screen = scale.recipe_screen(ROOT / "studies" / "recipe_screen")
+    assert screen["run"].nunique() == len(list((ROOT / "studies" / "recipe_screen").glob("*.json")))
+    assert set(screen["variant"]) >= {"none", "ape-learned", "rope"}
+    assert (screen["validation loss"] > 0).all() and screen["position init std"].notna().all()
+
+
+def test_the_finetune_screen_is_read_from_its_committed_file():
+    screen = scale.finetune_screen(ROOT / "studies" / "finetune_screen" / "results.jsonl")
+    assert set(screen["task"]) == {"sst2", "mrpc"} and set(screen["variant"]) == {"none", "ape-learned"}
+    assert screen["test"].between(0, 100).all() and screen["training examples"].max() > 1500

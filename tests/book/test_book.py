@@ -1,0 +1,331 @@
+"""The book machinery: parameter validation, notebook execution, layout and the built HTML.
+
+Fast unit tests first; then papermill runs of the sinusoid notebook with small parameters
+(a few seconds each: a kernel start and the imports); last, an end-to-end build of a copy of the
+book plus the headless-browser check (marked slow; skipped without chromium/chromedriver).
+"""
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pe_book import book
+from pe_book.book import ParameterError, check_notebook_parameters, check_parameters, record_names
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.py"))
+SMALL_SINUSOID = {"max_offset": 8, "n_bases": 3, "pretrained": False}
+
+
+# ----------------------------------------------------------------------------- check_parameters
+
+
+DECLARED = {"seed": int, "lr": float, "name": str, "flag": bool, "variants": list[str],
+            "dims": tuple[int, ...], "limit": int | None}
+
+
+def test_check_parameters_accepts_valid_values():
+    given = {"seed": 3, "lr": 1, "name": "x", "flag": False, "variants": ["a", "b"], "dims": (1, 2),
+             "limit": None}
+    assert check_parameters(given, DECLARED) == given
+    assert check_parameters({}, DECLARED) == {}
+
+
+def test_check_parameters_rejects_unknown_name_and_names_the_valid_ones():
+    with pytest.raises(ParameterError) as info:
+        check_parameters({"seeed": 1}, DECLARED)
+    message = str(info.value)
+    assert "unknown parameter 'seeed'" in message
+    assert "did you mean 'seed'?" in message
+    assert "valid parameters: dims, flag, limit, lr, name, seed, variants" in message
+    assert isinstance(info.value, ValueError)
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [("seed", "1"), ("seed", 1.5), ("seed", True), ("lr", "0.1"), ("name", 3), ("flag", 1),
+     ("variants", "ape-sin"), ("variants", ["a", 2]), ("dims", [1, 2]), ("limit", "none")],
+)
+def test_check_parameters_rejects_wrong_types(name, value):
+    with pytest.raises(ParameterError, match=f"parameter '{name}' must be"):
+        check_parameters({name: value}, DECLARED)
+
+
+# ----------------------------------------------------------------------------- in a namespace
+
+
+def _namespace_after_parameters(**injected):
+    """A namespace as a kernel has it after: setup cell (with an output), parameters cell, injected
+    cell. IPython appends each cell's source to ``In`` and binds ``_iN`` to it."""
+    output = object()
+    ns = {"__name__": "__main__", "sys": object(), "In": ["", "import sys"], "Out": {1: output}, "_i1": "import sys",
+          "_1": output, "_": output}
+    record_names(ns)
+    ns["In"].append("seed: int = 0")
+    ns["__annotations__"] = {"seed": int, "variants": list[str]}
+    ns.update(seed=0, variants=["ape-sin"], _i2="seed: int = 0", _i="import sys", _ii="")  # the parameters cell
+    ns["In"].append("# Parameters")
+    ns.update(injected, _i3="# Parameters")  # papermill's injected cell
+    return ns
+
+
+def test_check_notebook_parameters_returns_the_declared_values():
+    ns = _namespace_after_parameters(seed=4)
+    assert check_notebook_parameters(ns) == {"seed": 4, "variants": ["ape-sin"]}
+
+
+def test_check_notebook_parameters_rejects_an_injected_unknown_name():
+    with pytest.raises(ParameterError, match="unknown parameter 'seeed'.*valid parameters: seed, variants"):
+        check_notebook_parameters(_namespace_after_parameters(seeed=4))
+
+
+def test_check_notebook_parameters_rejects_rebinding_an_existing_name():
+    with pytest.raises(ParameterError, match="unknown parameter 'sys'"):
+        check_notebook_parameters(_namespace_after_parameters(sys=1))
+
+
+@pytest.mark.parametrize("name", ["In", "Out", "__foo__", "_oh", "_i5", "_7", "_"])
+def test_check_notebook_parameters_rejects_names_shaped_like_ipythons(name):
+    with pytest.raises(ParameterError, match=f"unknown parameter '{name}'.*valid parameters: seed, variants"):
+        check_notebook_parameters(_namespace_after_parameters(**{name: 1}))
+
+
+def test_check_notebook_parameters_accepts_what_ipython_binds_itself():
+    ns = _namespace_after_parameters()
+    ns.update(_i4=ns["In"][2], __=ns["Out"][1])
+    assert check_notebook_parameters(ns) == {"seed": 0, "variants": ["ape-sin"]}
+
+
+def test_check_notebook_parameters_rejects_a_wrong_type():
+    with pytest.raises(ParameterError, match="parameter 'variants' must be list\\[str\\], got str"):
+        check_notebook_parameters(_namespace_after_parameters(variants="ape-sin"))
+
+
+def test_check_notebook_parameters_needs_record_names():
+    with pytest.raises(RuntimeError, match="record_names"):
+        check_notebook_parameters({"__annotations__": {"seed": int}, "seed": 0})
+
+
+# ----------------------------------------------------------------------------- the notebooks
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_parameters_cell_is_typed_and_papermill_reads_it(path, tmp_path):
+    import jupytext
+    import nbformat
+    import papermill
+
+    declared = book.declared_parameters(path)
+    assert declared, f"{path.name} declares no parameters"
+    nb = jupytext.read(path)
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    nbformat.write(nb, tmp_path / "nb.ipynb")
+    inferred = papermill.inspect_notebook(str(tmp_path / "nb.ipynb"))  # what `papermill --help-notebook` shows
+    assert set(inferred) == set(declared)
+    for name, parameter in inferred.items():
+        assert parameter["inferred_type_name"] != "None", f"papermill cannot read the type of {name}"
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    at = next(i for i, c in enumerate(code) if "parameters" in c.metadata.get("tags", []))
+    assert code[at - 1].source.rstrip().endswith("book.record_names(globals())")
+    assert "book.check_notebook_parameters(globals())" in code[at + 1].source.splitlines()[0]
+
+
+@pytest.mark.parametrize("profile", sorted(book.BOOK_PROFILES))
+def test_profiles_name_real_notebooks_and_valid_parameters(profile):
+    declared = {p.stem: book.declared_parameters(p) for p in NOTEBOOKS}
+    for name, overrides in book.BOOK_PROFILES[profile].items():
+        assert name in declared, f"BOOK_PROFILES[{profile!r}] names a missing notebook {name!r}"
+        check_parameters(overrides, declared[name])
+    for path in NOTEBOOKS:  # a notebook's defaults are the smoke profile's, so the smoke book needs no overrides
+        default = re.search(r'^profile: str = "(\w+)"', path.read_text(), re.M)
+        assert default is None or default.group(1) == "smoke", path.name
+
+
+def test_book_profiles_are_experiment_profiles():
+    from pe_book.experiments.profiles import PROFILES
+
+    assert set(book.BOOK_PROFILES) <= set(PROFILES)
+
+
+def test_book_layout_and_offline_configuration():
+    names = [p.stem for p in NOTEBOOKS]
+    entries = {Path(f).with_suffix("").as_posix() for f in book.toc_files(ROOT)}
+    assert {f"book/{n}" for n in names} <= entries
+    for entry in entries:
+        assert any((ROOT / entry).with_suffix(s).exists() for s in (".md", ".ipynb")) or entry.split("/")[-1] in names
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert config["execute"]["execute_notebooks"] == "off"
+    sphinx = config["sphinx"]["config"]
+    assert "sphinx.ext.intersphinx" not in sphinx["extensions"]
+    assert "sphinxcontrib.bibtex" in sphinx["extensions"]
+    mathjax = ROOT / sphinx["html_static_path"][0] / sphinx["mathjax_path"]
+    assert mathjax.is_file() and not sphinx["mathjax_path"].startswith(("http:", "https:", "//"))
+    bib = (ROOT / config["bibtex_bibfiles"][0]).read_text()
+    for key in ("wang2021position", "vaswani2017attention", "shaw2018self", "huang2020improve",
+                "wei2019nezha", "su2021roformer", "press2022train", "raffel2020exploring",
+                "ke2021rethinking", "wang2020position", "chen2023locality", "devlin2019bert",
+                "gehring2017convolutional"):
+        assert f"{{{key}," in bib
+
+
+# ----------------------------------------------------------------------------- papermill runs
+
+
+def _run_papermill(tmp_path, parameters):
+    import jupytext
+    import papermill
+
+    return papermill.execute_notebook(
+        jupytext.read(ROOT / "notebooks" / "02_sinusoid.py"), str(tmp_path / "out.ipynb"),
+        parameters=parameters, kernel_name="python3", cwd=str(ROOT), progress_bar=False,
+    )
+
+
+def test_papermill_run_with_an_unknown_parameter_fails_clearly(tmp_path):
+    from papermill.exceptions import PapermillExecutionError
+
+    with pytest.raises(PapermillExecutionError) as info:
+        _run_papermill(tmp_path, {**SMALL_SINUSOID, "n_basez": 3})
+    assert info.value.ename == "ParameterError"
+    assert "unknown parameter 'n_basez' (did you mean 'n_bases'?)" in info.value.evalue
+    assert "valid parameters: ape_dim, base, head_dim, max_offset, n_bases, pretrained, profile, results" in info.value.evalue
+
+
+@pytest.mark.parametrize("name", ["In", "__foo__"])
+def test_papermill_run_with_a_parameter_named_like_ipythons_fails_clearly(name, tmp_path):
+    from papermill.exceptions import PapermillExecutionError
+
+    with pytest.raises(PapermillExecutionError) as info:
+        _run_papermill(tmp_path, {**SMALL_SINUSOID, name: 1})
+    assert info.value.ename == "ParameterError"
+    assert f"unknown parameter '{name}'" in info.value.evalue
+
+
+def test_papermill_run_with_a_wrongly_typed_parameter_fails_clearly(tmp_path):
+    from papermill.exceptions import PapermillExecutionError
+
+    with pytest.raises(PapermillExecutionError) as info:
+        _run_papermill(tmp_path, {**SMALL_SINUSOID, "ape_dim": "768"})
+    assert info.value.ename == "ParameterError"
+    assert "parameter 'ape_dim' must be int, got str '768'" in info.value.evalue
+
+
+def _copy_book(dst: Path) -> Path:
+    """The book's sources (not its executed notebooks or build) in ``dst``."""
+    shutil.copytree(ROOT / "notebooks", dst / "notebooks", ignore=shutil.ignore_patterns("__pycache__", ".*"))
+    shutil.copytree(ROOT / "book", dst / "book", ignore=shutil.ignore_patterns("_build", "*.ipynb", ".tmp-*"))
+    for name in ("_config.yml", "_toc.yml"):
+        shutil.copy(ROOT / name, dst)
+    return dst
+
+
+def test_execute_notebook_keeps_the_parameters_tag_and_records_the_run(tmp_path):
+    import nbformat
+
+    root = _copy_book(tmp_path)
+    out = book.execute_notebook(root / "notebooks" / "02_sinusoid.py", SMALL_SINUSOID, root)
+    assert out == root / "book" / "02_sinusoid.ipynb"
+    nb = nbformat.read(out, as_version=4)
+    tags = [c.metadata.get("tags", []) for c in nb.cells]
+    at = next(i for i, t in enumerate(tags) if "parameters" in t)
+    assert "injected-parameters" in tags[at + 1]
+    assert nb.metadata.papermill["parameters"] == SMALL_SINUSOID
+    assert nb.metadata.papermill["input_path"] == "notebooks/02_sinusoid.py"
+    assert nb.metadata.kernelspec["name"] == "python3"
+    assert not list((root / "book").glob(".tmp-*"))
+    # papermill reruns the executed notebook, replacing the injected cell
+    rerun = _run_papermill_on(out, tmp_path / "rerun.ipynb", {"max_offset": 4, "n_bases": 2, "pretrained": False})
+    assert rerun.metadata.papermill["parameters"] == {"max_offset": 4, "n_bases": 2, "pretrained": False}
+
+
+def _run_papermill_on(path, out, parameters):
+    import papermill
+
+    return papermill.execute_notebook(str(path), str(out), parameters=parameters, kernel_name="python3",
+                                      progress_bar=False)
+
+
+def test_a_failing_notebook_fails_with_one_line_naming_notebook_and_cell(tmp_path):
+    root = _copy_book(tmp_path)
+    with pytest.raises(book.BookError) as info:
+        book.execute_notebook(root / "notebooks" / "02_sinusoid.py", {**SMALL_SINUSOID, "ape_dim": 7}, root)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("02_sinusoid: cell ")
+    assert "of notebooks/02_sinusoid.py failed: ValueError: dim must be a positive even integer, got 7" in message
+    assert (root / "book" / "_build" / "failed" / "02_sinusoid.ipynb").is_file()
+    assert not (root / "book" / "02_sinusoid.ipynb").exists()
+    # the cell number counts the cells of the .py file (the injected cell is not one of them)
+    import jupytext
+
+    cell = int(message.split("cell ")[1].split()[0])
+    assert "psi(" in jupytext.read(root / "notebooks" / "02_sinusoid.py").cells[cell - 1].source
+
+
+def test_build_rejects_bad_profiles_and_parameters_before_running_anything(tmp_path, monkeypatch):
+    root = _copy_book(tmp_path)
+    with pytest.raises(book.BookError, match="unknown profile 'gpu'"):
+        book.build("gpu", root=root)
+    with pytest.raises(book.BookError, match="no notebook 'nope'"):
+        book.build("smoke", only="nope", root=root)
+    monkeypatch.setitem(book.BOOK_PROFILES, "bad", {"02_sinusoid": {"base": "10000"}})
+    with pytest.raises(book.BookError, match="02_sinusoid: parameter 'base' must be float"):
+        book.build("bad", root=root)
+
+
+# ----------------------------------------------------------------------------- the browser check
+
+
+def test_check_links_finds_broken_files_and_anchors(tmp_path):
+    from pe_book.book_check import check_links
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "index.html").write_text(
+        '<a href="sub/page.html#here">ok</a><a href="sub/page.html#gone">bad anchor</a>'
+        '<img src="missing.png"><a href="https://example.org/x">external</a><a href="#top" id="top">self</a>'
+    )
+    (tmp_path / "sub" / "page.html").write_text('<h1 id="here">x</h1><a href="../index.html">up</a>')
+    count, problems = check_links(tmp_path, tmp_path / "index.html")
+    assert count == 4
+    assert len(problems) == 2
+    assert any("no id 'gone'" in p for p in problems)
+    assert any("missing.png" in p for p in problems)
+    assert check_links(tmp_path, tmp_path / "sub" / "page.html") == (1, [])
+
+# The whole book and its browser check run in CI as `make book && make check-book` (.ci/run).
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_plumbing_is_hidden_and_only_parameters_show_their_code(path):
+    """The rendered page shows prose, figures and tables; code stays in the source, behind a toggle."""
+    import jupytext
+
+    nb = jupytext.read(path)
+    for cell in nb.cells:
+        tags = set(cell.metadata.get("tags", []))
+        if cell.cell_type == "code" and "parameters" not in tags:
+            assert tags & {"hide-input", "hide-cell", "remove-input", "remove-cell"}, cell.source[:80]
+
+
+def test_glued_values_are_collected_and_compared(tmp_path):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("")
+    record = lambda name, data: nbformat.v4.new_output(  # noqa: E731
+        "display_data", data={f"application/papermill.record/{k}": v for k, v in data.items()},
+        metadata={"scrapbook": {"name": name, "mime_prefix": "application/papermill.record/"}})
+    cell.outputs = [record("loss", {"text/plain": "6.1"}), record("fig", {"image/png": "AA==", "text/plain": "<Figure>"}),
+                    nbformat.v4.new_output("stream", text="not glued")]
+    nb.cells = [cell]
+    (tmp_path / "book").mkdir()
+    nbformat.write(nb, tmp_path / "book" / "03_pretraining.ipynb")
+    values = book.glued_values(tmp_path)
+    assert values == {"03_pretraining": {"loss": "6.1", "fig": "<figure>"}}
+    after = {"03_pretraining": {"loss": "6.2", "fig": "<figure>", "new": "1"}}
+    assert book.compare_glued(values, values) == []
+    assert book.compare_glued(values, after) == ["03_pretraining: loss: '6.1' -> '6.2'", "03_pretraining: new: '(absent)' -> '1'"]

@@ -1,0 +1,106 @@
+"""Publishing: one repository URL, the workflow, and the Colab notebooks run as Colab would."""
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+import yaml
+
+from pe_book import book, publish
+from pe_lib.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[2]
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+def test_the_repository_url_has_one_home(tmp_path):
+    url = publish.repository_url()
+    assert re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", url)
+    config = publish.book_config()
+    assert config["repository"]["url"] == url and config["repository"]["branch"] == publish.COLAB_BRANCH
+    raw = (ROOT / "_config.yml").read_text()
+    assert url not in raw and all(url not in p.read_text() for p in (ROOT / "notebooks").glob("*.py"))
+    (tmp_path / "pyproject.toml").write_text('[project.urls]\nRepository = "https://example.org/x"\n')
+    with pytest.raises(InputError, match=r"must be https://github.com/<owner>/<name>"):
+        publish.repository_url(tmp_path)
+    assert publish.pages_url("https://github.com/Some-Org/pe-lib") == "https://some-org.github.io/pe-lib/"
+
+
+def test_publishing_refuses_a_url_that_is_not_the_repository_built():
+    url = publish.repository_url()
+    owner_name = url.removeprefix("https://github.com/")
+    publish.check_repository(url, owner_name)
+    publish.check_repository(url, owner_name.upper())  # GitHub names are case-insensitive
+    with pytest.raises(InputError, match=r"but this is https://github.com/someone/fork; set Repository = "):
+        publish.check_repository(url, "someone/fork")
+    with pytest.raises(InputError, match="GITHUB_REPOSITORY is not set"):
+        publish.check_repository(url, None)
+
+
+def test_the_workflow_builds_deploys_and_tests_with_the_makefile_targets():
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "book.yml").read_text())
+    assert workflow[True]["push"]["branches"] == ["main"]  # YAML reads the key `on` as True
+    assert set(workflow["jobs"]) == {"test", "book"}
+    targets = set(re.findall(r"^([a-z][\w-]*):", (ROOT / "Makefile").read_text(), re.M))
+    ci = (ROOT / ".ci" / "run").read_text()
+    used = {}
+    for job in workflow["jobs"].values():
+        for step in job["steps"]:
+            for command in step.get("run", "").splitlines():
+                assert command.startswith("make "), f"the workflow runs only Makefile targets: {command!r}"
+                target = command.split()[1]
+                assert target in targets, f"make {target} is not a Makefile target"
+                used[target] = command
+    assert {"test", "book", "check-book", "check-keys", "check-repository", "colab"} <= set(used)
+    for target in ("test", "book", "check-book", "check-keys"):  # what .ci/run checks is what the workflow runs
+        assert used[target].replace(" COMMIT=${{ github.sha }}", "") in ci, used[target]
+    uses = [step.get("uses", "") for step in workflow["jobs"]["book"]["steps"]]
+    assert any(u.startswith("actions/upload-pages-artifact") for u in uses)
+    assert any(u.startswith("actions/deploy-pages") for u in uses)
+
+
+def test_a_colab_notebook_is_the_chapter_after_one_cell():
+    source = ROOT / "notebooks" / "03_pretraining.py"
+    nb = publish.colab_notebook(source, "https://github.com/o/r", COMMIT, {"profile": "cpu"})
+    chapter = jupytext.read(source).cells
+    first, injected = nb.cells[0], nb.cells[1 + next(i for i, c in enumerate(chapter) if "parameters" in c.metadata.get("tags", [])) + 1]
+    assert '"https://github.com/o/r", "' + COMMIT + '"' in first.source and "checkout" in first.source
+    assert injected.metadata["tags"] == ["injected-parameters"] and 'profile = "cpu"' in injected.source
+    assert [c.source for c in nb.cells if "injected-parameters" not in c.metadata.get("tags", [])][1:] == [c.source for c in chapter]
+    with pytest.raises(InputError, match="full 40-digit hash"):
+        publish.colab_notebook(source, "https://github.com/o/r", "main", {})
+
+
+@pytest.mark.slow
+def test_a_colab_notebook_runs_in_a_fresh_environment_from_a_clone(tmp_path):
+    """As Colab would: a fresh virtual environment that has the scientific stack (Colab's
+    preinstalled packages; here this environment's, without pe_lib), the notebook alone in a
+    folder, and a local clone standing in for the repository URL. The first cell clones, checks
+    out and installs; the chapter (09, which reads committed results) then runs unchanged."""
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    origin = tmp_path / "origin"
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(origin)], check=True)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    stack = Path(subprocess.run([sys.executable, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                capture_output=True, text=True, check=True).stdout.strip())
+    (site / "colab_stack.pth").write_text(str(stack) + "\n")  # packages only: .pth files there (pe_lib's) are not read
+    assert subprocess.run([str(python), "-c", "import pe_lib"], capture_output=True, cwd=tmp_path).returncode != 0
+    colab = tmp_path / "colab"
+    colab.mkdir()
+    nb = publish.colab_notebook(ROOT / "notebooks" / "09_performance.py", str(origin), head,
+                                book.BOOK_PROFILES["smoke"].get("09_performance", {}))
+    nbformat.write(nb, colab / "09_performance.ipynb")
+    result = subprocess.run([str(python), "-m", "papermill", "09_performance.ipynb", "out.ipynb", "-k", "python3",
+                             "--no-progress-bar"], cwd=colab, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    executed = nbformat.read(colab / "out.ipynb", as_version=4)
+    outputs = json.dumps([c.get("outputs", []) for c in executed.cells])
+    assert "Error" not in outputs and (colab / publish.CLONE / "results" / "bench.json").exists()
