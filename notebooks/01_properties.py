@@ -39,7 +39,9 @@ import pandas as pd
 import seaborn as sns
 import torch
 
-from pe_lib import PEBertConfig, PEBertModel, book, parse_variant, report
+from pe_book import book, tables
+from pe_book.chapters import common
+from pe_lib import PEBertConfig, PEBertModel, parse_variant
 from pe_lib.probing import proximity
 from pe_lib.properties import chen_locality, chen_symmetry, indicators
 
@@ -299,13 +301,13 @@ plt.close(fig)
 # of the absolute position vectors. {ref}`probing` and {ref}`dot-products` show the maps.
 
 # %% tags=["hide-input"]
-runner = report.open_runner(profile, results)
+runner = common.open_runner(profile, results)
 trained_names = [parse_variant(v).name for v in variants if parse_variant(v).name in runner.profile.variants]
 artifacts = {v: runner.ensure_analysis(v) for v in trained_names}
 analyses = {v: a.payload for v, a in artifacts.items()}
 maps = {v: a.arrays for v, a in artifacts.items()}  # the stored maps: local monotonicity with this chapter's window
-trained_probe = report.indicator_table(analyses, "trained", "probe", window=window, maps=maps)
-trained_ape = report.indicator_table(analyses, "trained", "ape", window=window, maps=maps)
+trained_probe = tables.indicator_table(analyses, "trained", "probe", window=window, maps=maps)
+trained_ape = tables.indicator_table(analyses, "trained", "ape", window=window, maps=maps)
 book.glue("n_trained", len(trained_names))
 book.glue("trained_steps", runner.profile.pretrain.steps)
 book.glue("trained_ape_sin_ti", value(trained_ape, "ape-sin", "translation_invariance"))

@@ -51,7 +51,8 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from pe_book import book, report
+from pe_book import book
+from pe_book.chapters import common
 from pe_lib.sinusoid import frequencies, integer_monotonic_range, monotonic_range, psi, psi_prime
 
 book.record_names(globals())
@@ -239,7 +240,7 @@ book.glue("best_base_range", int(sweep["APE", "base"][best, 1]))
 
 # %% tags=["hide-input"]
 learned = {}  # name -> (initial, trained) frequencies
-runner = report.open_runner(profile, results)
+runner = common.open_runner(profile, results)
 for variant in [v for v in runner.profile.variants if "sin-learned" in v and pretrained]:
     arrays = runner.ensure_analysis(variant).arrays
     for kind in ("ape", "rpe"):

@@ -37,7 +37,10 @@ import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import book, report
+from pe_book import book
+from pe_book.chapters import common
+from pe_book.chapters import pretraining
+from pe_lib.positions import resolve_variants
 from pe_book.experiments import baselines
 
 book.record_names(globals())
@@ -56,19 +59,19 @@ results: str = "results"  # folder of the artifact store
 
 # %% tags=["hide-input"]
 params = book.check_notebook_parameters(globals())
-runner = report.open_runner(profile, results)
-names = report.resolve_variants(variants, runner.profile.variants)  # raises on an unknown variant
+runner = common.open_runner(profile, results)
+names = resolve_variants(variants, runner.profile.variants)  # raises on an unknown variant
 book.glue("profile_name", profile)
 book.glue("profile_description", runner.profile.description)
 book.glue("n_variants", len(names))
-report.data_used(params, runner)
+common.data_used(params, runner)
 
 # %% tags=["hide-input"]
 artifacts = {name: runner.ensure_pretrained(name) for name in names}
 outcomes = {name: a.payload["result"] for name, a in artifacts.items()}
 first = artifacts[names[0]].provenance
-setup = report.pretraining_setup(first["config"], outcomes)
-parameters = {name: report.count_parameters(a.provenance["config"]["model"]) for name, a in artifacts.items()}
+setup = pretraining.pretraining_setup(first["config"], outcomes)
+parameters = {name: pretraining.count_parameters(a.provenance["config"]["model"]) for name, a in artifacts.items()}
 for key, value in setup.items():
     book.glue(f"setup_{key}", value)
 book.glue("setup_tokens_m", setup["tokens"] / 1e6)
@@ -124,7 +127,7 @@ pd.DataFrame({"value": [f"{setup[k]:,.4g}" if isinstance(setup[k], float) else f
 # frequent and nothing about their context.
 
 # %% tags=["hide-input"]
-curves = report.curve_frame({name: a.payload["curve"] for name, a in artifacts.items()})
+curves = pretraining.curve_frame({name: a.payload["curve"] for name, a in artifacts.items()})
 sns.set_theme(style="whitegrid", context="notebook")
 palette = dict(zip(names, sns.color_palette("tab20", len(names))))
 fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True, sharey=True)
@@ -159,7 +162,7 @@ book.glue("unigram_tokens", unigram["tokens"])
 # ## Final validation loss
 
 # %% tags=["hide-input"]
-final = report.final_losses(outcomes, parameters)
+final = pretraining.final_losses(outcomes, parameters)
 ranked = list(final.index)
 book.glue("best_variant", ranked[0])
 book.glue("best_loss", final["validation loss"].iloc[0])

@@ -46,7 +46,9 @@ import seaborn as sns
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
 from pe_lib import geometry, parse_variant
-from pe_book import book, report
+from pe_book import book
+from pe_book.chapters import common
+from pe_lib.positions import resolve_variants
 
 book.record_names(globals())
 
@@ -65,25 +67,25 @@ small_offset: int = 2  # largest absolute offset counted as small in the RPE ban
 
 # %% tags=["hide-input"]
 params = book.check_notebook_parameters(globals())
-runner = report.open_runner(profile, results)
-names = report.resolve_variants(variants, runner.profile.variants)
+runner = common.open_runner(profile, results)
+names = resolve_variants(variants, runner.profile.variants)
 book.glue("profile_name", profile)
 book.glue("window", window)
 book.glue("small_offset", small_offset)
-report.data_used(params, runner)
+common.data_used(params, runner)
 
 # %% tags=["hide-input"]
 PANELS = [("a", "ape-learned", "ape"), ("b", "ape-learned+rpe-learned", "ape"), ("c", "ape-sin-learned", "ape"),
           ("d", "ape-sin-learned+rpe-learned", "ape"), ("e", "rpe-learned", "rpe"),
           ("f", "ape-learned+rpe-learned", "rpe")]
-shown = [n for n in names if parse_variant(n).absolute or report.has_offset_table(n)]
+shown = [n for n in names if parse_variant(n).absolute or parse_variant(n).has_offset_table]
 analyses = {name: runner.ensure_analysis(name) for name in shown}
 missing = sorted({v for _, v, _ in PANELS if v not in analyses})
 book.glue("panels_missing", ", ".join(missing) if missing else "none")
 seq_len = runner.profile.seq_len
 book.glue("seq_len", seq_len)
-k = (analyses[next(n for n in shown if report.has_offset_table(n))].arrays["trained.rpe"].shape[0] - 1) // 2 \
-    if any(report.has_offset_table(n) for n in shown) else 0
+k = (analyses[next(n for n in shown if parse_variant(n).has_offset_table)].arrays["trained.rpe"].shape[0] - 1) // 2 \
+    if any(parse_variant(n).has_offset_table for n in shown) else 0
 book.glue("max_offset", k)
 
 
@@ -199,7 +201,7 @@ for alone, combined, key in [("ape-learned", "ape-learned+rpe-learned", "apel"),
 # %% [markdown]
 # ## The observations, measured
 #
-# Three numbers summarise each map (`pe_book.report`); they are computed from the cosine
+# Three numbers summarise each map (`pe_lib.geometry`); they are computed from the cosine
 # similarities of the vectors, so that a few long vectors do not dominate:
 #
 # * **diagonal contrast** (APE): the mean cosine of position vectors at distance 1 to

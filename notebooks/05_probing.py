@@ -38,7 +38,9 @@ import seaborn as sns
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
 from pe_lib import parse_variant
-from pe_book import book, report
+from pe_book import book, tables
+from pe_book.chapters import common
+from pe_lib.positions import resolve_variants
 
 book.record_names(globals())
 
@@ -56,8 +58,8 @@ layer: int = 0  # layer whose attention is shown (0: the first)
 
 # %% tags=["hide-input"]
 params = book.check_notebook_parameters(globals())
-runner = report.open_runner(profile, results)
-names = report.resolve_variants(variants, runner.profile.variants)
+runner = common.open_runner(profile, results)
+names = resolve_variants(variants, runner.profile.variants)
 layers = runner.profile.model["num_hidden_layers"]
 if not 0 <= layer < layers:
     raise ValueError(f"layer must be in 0..{layers - 1} for profile {profile!r}, got {layer}")
@@ -65,7 +67,7 @@ book.glue("profile_name", profile)
 book.glue("probe_length", runner.profile.probe["length"])
 book.glue("probe_words", runner.profile.probe["n_words"])
 book.glue("layer_number", layer + 1)
-report.data_used(params, runner)
+common.data_used(params, runner)
 
 # %% tags=["hide-input"]
 analyses = {name: runner.ensure_analysis(name) for name in names}
@@ -124,10 +126,10 @@ for state in ("trained", "init"):
 # move was fixed by the embedding's construction.
 
 # %% tags=["hide-input"]
-trained = report.indicator_table(payloads, "trained", "probe", layer)
-change = report.indicator_change(payloads, "probe", layer)
+trained = tables.indicator_table(payloads, "trained", "probe", layer)
+change = tables.indicator_change(payloads, "probe", layer)
 delta = change.xs("change", axis=1, level=1)
-SHORT = {k: v.replace("translation invariance", "translation inv.") for k, v in report.LABELS.items()}
+SHORT = {k: v.replace("translation invariance", "translation inv.") for k, v in tables.LABELS.items()}
 (trained.rename(columns=SHORT).style.format("{:.3f}", na_rep="n/a")
  .set_caption("Indicators after pretraining").set_table_attributes('class="dataframe"'))
 

@@ -38,7 +38,10 @@ import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import book, report
+from pe_book import book, tables
+from pe_book.chapters import common
+from pe_book.experiments import profiles
+from pe_lib.positions import resolve_variants
 from pe_book.experiments import baselines
 
 book.record_names(globals())
@@ -61,16 +64,16 @@ split: str = "test"  # split whose scores are shown: test or validation
 params = book.check_notebook_parameters(globals())
 if split not in ("test", "validation"):
     raise ValueError(f"split must be 'test' or 'validation', got {split!r}")
-runner = report.open_runner(profile, results)
-names = report.resolve_variants(variants, runner.profile.variants)
-specs = report.chapter_tasks(tasks, runner.profile.tasks, span=False)
+runner = common.open_runner(profile, results)
+names = resolve_variants(variants, runner.profile.variants)
+specs = common.chapter_tasks(tasks, runner.profile.tasks, span=False)
 task_names = list(specs)
 seed_list = list(seeds or runner.profile.seeds)
 book.glue("profile_name", profile)
 book.glue("n_seeds", len(seed_list))
 book.glue("n_variants", len(names))
 book.glue("split", split)
-report.data_used(params, runner, specs)
+common.data_used(params, runner, specs)
 
 # %% [markdown]
 # ## The tasks
@@ -86,7 +89,7 @@ report.data_used(params, runner, specs)
 # split is carved from the training data.
 
 # %% tags=["hide-input"]
-finetuned, origin, packaged = report.finetuned_with_origins(runner, names, specs, seed_list, split)
+finetuned, origin, packaged = common.finetuned_with_origins(runner, names, specs, seed_list, split)
 book.glue("packaged_tasks", ", ".join(packaged) if packaged else "none")
 book.glue("hub_tasks", ", ".join(t for t in task_names if t not in packaged) or "none")
 origin.style.set_table_attributes('class="dataframe"')
@@ -113,22 +116,22 @@ origin.style.set_table_attributes('class="dataframe"')
 
 # %% tags=["hide-input"]
 kinds = {t: s.meta.kind for t, s in specs.items()}
-records = report.score_records(finetuned, kinds, split)
-per_seed = report.per_seed_scores(records, {"average": task_names})
-summary = report.summarise(per_seed)
+records = tables.score_records(finetuned, kinds, split)
+per_seed = tables.per_seed_scores(records, {"average": task_names})
+summary = tables.summarise(per_seed)
 CONSTANT, BOW = baselines.LABELS["constant"], baselines.LABELS["bag of words"]
-baseline_records = report.score_records(baselines.baseline_payloads(runner, task_names), kinds, split)
-baseline_summary = report.summarise(report.per_seed_scores(baseline_records, {"average": task_names}))
+baseline_records = tables.score_records(baselines.baseline_payloads(runner, task_names), kinds, split)
+baseline_summary = tables.summarise(tables.per_seed_scores(baseline_records, {"average": task_names}))
 table = pd.concat([summary, baseline_summary])
 book.glue("spread_note", f"each variant was fine-tuned with {len(seed_list)} seeds" if len(seed_list) > 1
           else "with one seed per variant, as here, the spread is undefined and only the mean is shown")
-report.style_summary(table, exclude=[CONSTANT, BOW])
+tables.style_summary(table, exclude=[CONSTANT, BOW])
 
 # %% tags=["hide-input"]
-best = report.best_per_column(summary)
+best = tables.best_per_column(summary)
 means = summary.xs("mean", axis=1, level=1)
 average = means["average"].dropna().sort_values(ascending=False)
-book.glue("best_average", report.best_text(best["average"], len(summary)))
+book.glue("best_average", tables.best_text(best["average"], len(summary)))
 book.glue("best_average_value", average.iloc[0] if len(average) else math.nan)
 book.glue("worst_average", str(average.index[-1]) if len(average) else "none")
 book.glue("worst_average_value", average.iloc[-1] if len(average) else math.nan)
@@ -143,11 +146,11 @@ below_bow = [t for t in task_names if not (means[t] > floor.loc[BOW, t]).any()]
 book.glue("below_bow", ", ".join(below_bow) if below_bow else "none")
 book.glue("ape_learned_rank", f"{list(average.index).index('ape-learned') + 1} of {len(average)}"
           if "ape-learned" in average.index else "not run")
-singles = average.reindex([v for v in report.SINGLE_PES if v in average.index]).dropna()
+singles = average.reindex([v for v in profiles.SINGLE_PES if v in average.index]).dropna()
 book.glue("best_single", str(singles.idxmax()) if len(singles) else "none")
-combos = average.reindex([v for v in report.COMBINATIONS if v in average.index]).dropna()
+combos = average.reindex([v for v in profiles.COMBINATIONS if v in average.index]).dropna()
 book.glue("best_combination", str(combos.idxmax()) if len(combos) else "none")
-per_task_best = "; ".join(f"{t}: {report.best_text(best[t], len(summary))}" for t in task_names)
+per_task_best = "; ".join(f"{t}: {tables.best_text(best[t], len(summary))}" for t in task_names)
 book.glue("per_task_best", per_task_best)
 
 sns.set_theme(style="whitegrid", context="notebook")
@@ -197,7 +200,7 @@ plt.close(fig)
 # %% tags=["hide-input"]
 METRICS = {"matthews_correlation": "MCC", "accuracy": "acc.", "f1": "F1", "pearson": "Pearson",
            "spearmanr": "Spearman"}
-(report.metric_means(pd.concat([records, baseline_records])).rename(columns=METRICS, level=1).style.format("{:.1f}", na_rep="—")
+(tables.metric_means(pd.concat([records, baseline_records])).rename(columns=METRICS, level=1).style.format("{:.1f}", na_rep="—")
  .set_table_attributes('class="dataframe"'))
 
 # %% [markdown]

@@ -37,7 +37,10 @@ import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import book, report
+from pe_book import book, tables
+from pe_book.chapters import common
+from pe_lib.positions import resolve_variants
+from pe_lib import parse_variant
 from pe_book.experiments import baselines
 
 book.record_names(globals())
@@ -57,15 +60,15 @@ split: str = "test"  # split whose scores are shown: test or validation
 params = book.check_notebook_parameters(globals())
 if split not in ("test", "validation"):
     raise ValueError(f"split must be 'test' or 'validation', got {split!r}")
-runner = report.open_runner(profile, results)
-names = report.resolve_variants(variants, runner.profile.variants)
-specs = report.chapter_tasks(tasks, runner.profile.tasks, span=True)
+runner = common.open_runner(profile, results)
+names = resolve_variants(variants, runner.profile.variants)
+specs = common.chapter_tasks(tasks, runner.profile.tasks, span=True)
 task_names = list(specs)
 seed_list = list(seeds or runner.profile.seeds)
 book.glue("profile_name", profile)
 book.glue("n_seeds", len(seed_list))
 book.glue("split", split)
-report.data_used(params, runner, specs)
+common.data_used(params, runner, specs)
 
 # %% [markdown]
 # ## The tasks
@@ -79,7 +82,7 @@ report.data_used(params, runner, specs)
 # SQuAD numbers.
 
 # %% tags=["hide-input"]
-finetuned, origin, packaged = report.finetuned_with_origins(runner, names, specs, seed_list, split)
+finetuned, origin, packaged = common.finetuned_with_origins(runner, names, specs, seed_list, split)
 book.glue("packaged_tasks", ", ".join(packaged) if packaged else "none")
 book.glue("hub_tasks", ", ".join(t for t in task_names if t not in packaged) or "none")
 origin.style.set_table_attributes('class="dataframe"')
@@ -107,24 +110,24 @@ origin.style.set_table_attributes('class="dataframe"')
 # %% tags=["hide-input"]
 kinds = {t: "span" for t in task_names}
 SHORT = {"exact_match": "EM", "f1": "F1"}
-records = report.score_records(finetuned, kinds, split)
-per_seed = report.per_seed_by_metric(records, SHORT).join(
-    report.per_seed_scores(records, {"average": task_names})[["average"]])
-summary = report.summarise(per_seed)
+records = tables.score_records(finetuned, kinds, split)
+per_seed = tables.per_seed_by_metric(records, SHORT).join(
+    tables.per_seed_scores(records, {"average": task_names})[["average"]])
+summary = tables.summarise(per_seed)
 RULES = [baselines.LABELS[name] for name in baselines.SPAN_RULES]
 CONSTANT = baselines.LABELS["constant"]
-baseline_records = report.score_records(baselines.baseline_payloads(runner, task_names), kinds, split)
-baseline_summary = report.summarise(report.per_seed_by_metric(baseline_records, SHORT).join(
-    report.per_seed_scores(baseline_records, {"average": task_names})[["average"]]))
+baseline_records = tables.score_records(baselines.baseline_payloads(runner, task_names), kinds, split)
+baseline_summary = tables.summarise(tables.per_seed_by_metric(baseline_records, SHORT).join(
+    tables.per_seed_scores(baseline_records, {"average": task_names})[["average"]]))
 book.glue("spread_note", f"each variant was fine-tuned with {len(seed_list)} seeds" if len(seed_list) > 1
           else "with one seed per variant, as here, the spread is undefined and only the mean is shown")
-report.style_summary(pd.concat([summary, baseline_summary]), exclude=RULES)
+tables.style_summary(pd.concat([summary, baseline_summary]), exclude=RULES)
 
 # %% tags=["hide-input"]
-best = report.best_per_column(summary)
+best = tables.best_per_column(summary)
 means = summary.xs("mean", axis=1, level=1)
 average = means["average"].dropna().sort_values(ascending=False)
-book.glue("best_average", report.best_text(best["average"], len(summary)))
+book.glue("best_average", tables.best_text(best["average"], len(summary)))
 book.glue("best_average_value", average.iloc[0] if len(average) else math.nan)
 book.glue("worst_average", str(average.index[-1]) if len(average) else "none")
 book.glue("worst_average_value", average.iloc[-1] if len(average) else math.nan)
@@ -142,12 +145,12 @@ book.glue("ape_learned_average", average.get("ape-learned", math.nan))
 book.glue("none_average", average.get("none", math.nan))
 book.glue("none_rank", f"{list(average.index).index('none') + 1} of {len(average)}" if "none" in average.index
           else "not run")
-rpe_models = [v for v in average.index if report.has_offset_table(v)]
+rpe_models = [v for v in average.index if parse_variant(v).has_offset_table]
 if "ape-learned" in average.index and rpe_models:
     book.glue("rpe_above_ape", f"{int((average[rpe_models] > average['ape-learned']).sum())} of {len(rpe_models)}")
 else:
     book.glue("rpe_above_ape", "none (variants not run)")
-book.glue("per_task_best", "; ".join(f"{c}: {report.best_text(best[c], len(summary))}"
+book.glue("per_task_best", "; ".join(f"{c}: {tables.best_text(best[c], len(summary))}"
                                      for c in per_seed.columns if c != "average"))
 
 sns.set_theme(style="whitegrid", context="notebook")

@@ -43,7 +43,9 @@ import seaborn as sns
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
 from pe_lib import parse_variant
-from pe_book import book, report
+from pe_book import book, claims, stats, tables
+from pe_book.chapters import common
+from pe_lib.positions import resolve_variants
 from pe_lib.data.tasks import get_task
 from pe_book.experiments.baselines import best_constant_scores
 
@@ -71,33 +73,33 @@ if split not in ("test", "validation"):
     raise ValueError(f"split must be 'test' or 'validation', got {split!r}")
 if not 0 < alpha < 1:
     raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
-runner = report.open_runner(profile, results)
-names = report.resolve_variants(variants, runner.profile.variants)
+runner = common.open_runner(profile, results)
+names = resolve_variants(variants, runner.profile.variants)
 specs = {t: get_task(t) for t in runner.profile.tasks}
 classification_tasks = [t for t, s in specs.items() if s.meta.kind != "span"]
 span_tasks = [t for t, s in specs.items() if s.meta.kind == "span"]
 seed_list = list(seeds or runner.profile.seeds)
 book.glue("profile_name", profile)
 book.glue("n_seeds", len(seed_list))
-book.glue("seed_design", report.seed_design(runner.profile.with_overrides(seeds=tuple(seed_list)), names))
+book.glue("seed_design", common.seed_design(runner.profile.with_overrides(seeds=tuple(seed_list)), names))
 book.glue("n_variants", len(names))
 book.glue("split", split)
 book.glue("alpha", alpha)
 book.glue("classification_tasks", ", ".join(classification_tasks) or "none")
 book.glue("span_tasks", ", ".join(span_tasks) or "none")
-report.data_used(params, runner, specs)
+common.data_used(params, runner, specs)
 
 # %% tags=["hide-input"]
 payloads = {name: runner.ensure_analysis(name).payload for name in names}
-finetuned = report.finetuned_payloads(runner, names, specs, seed_list)
+finetuned = common.finetuned_payloads(runner, names, specs, seed_list)
 kinds = {t: s.meta.kind for t, s in specs.items()}
 groups = {k: v for k, v in {"classification": classification_tasks, "span": span_tasks}.items() if v}
-per_seed = report.per_seed_scores(report.score_records(finetuned, kinds, split), groups)
-validation = report.per_seed_scores(report.score_records(finetuned, kinds, "validation"), groups)
+per_seed = tables.per_seed_scores(tables.score_records(finetuned, kinds, split), groups)
+validation = tables.per_seed_scores(tables.score_records(finetuned, kinds, "validation"), groups)
 baselines = best_constant_scores(runner, list(specs), groups, split)
-scores = report.summarise(per_seed[list(groups)]).xs("mean", axis=1, level=1)
-indicators = report.indicator_table(payloads, "trained", "probe", layer)
-correlation = report.correlations(indicators, scores)
+scores = tables.summarise(per_seed[list(groups)]).xs("mean", axis=1, level=1)
+indicators = tables.indicator_table(payloads, "trained", "probe", layer)
+correlation = claims.correlations(indicators, scores)
 
 # %% [markdown]
 # ## Do the indicators predict the scores?
@@ -119,7 +121,7 @@ def kind(variant):
 
 points = indicators.join(scores, how="inner").drop(index="none", errors="ignore")
 points["kind"] = [kind(v) for v in points.index]
-columns = list(report.PROBE_INDICATORS)
+columns = list(tables.PROBE_INDICATORS)
 score_columns = list(scores.columns)
 panels = [(score, indicator) for score in score_columns for indicator in columns]
 ncols = 3
@@ -131,7 +133,7 @@ for ax, (score, indicator) in zip(axes.flat, panels):
     sns.scatterplot(points, x=indicator, y=score, hue="kind", hue_order=hue_order, ax=ax, s=35, legend=False)
     rho = correlation.loc[(indicator, score), "rho"]
     ax.set_title(f"{score}: ρ = {rho:.2f}" if not math.isnan(rho) else f"{score}: ρ undefined", fontsize=9)
-    ax.set_xlabel(report.LABELS[indicator], fontsize=9)
+    ax.set_xlabel(tables.LABELS[indicator], fontsize=9)
     ax.set_ylabel(f"{score} score (%)", fontsize=9)
     ax.tick_params(labelsize=8)
 for ax in axes.flat[len(panels):]:
@@ -140,7 +142,7 @@ handles = [plt.Line2D([], [], marker="o", ls="", color=c) for c in sns.color_pal
 fig.legend(handles, hue_order, loc="outside lower center", ncols=len(hue_order), fontsize=9)
 book.glue("fig_scatter", fig)
 plt.close(fig)
-(correlation.rename(index=report.LABELS, level=0).style.format({"rho": "{:+.2f}", "p": "{:.3f}"}, na_rep="n/a")
+(correlation.rename(index=tables.LABELS, level=0).style.format({"rho": "{:+.2f}", "p": "{:.3f}"}, na_rep="n/a")
  .set_table_attributes('class="dataframe"'))
 
 # %% [markdown]
@@ -219,14 +221,14 @@ plt.close(fig)
 # the simulated effects above are measured):
 
 # %% tags=["hide-input"]
-components = report.variance_table(per_seed, list(groups) + [t for t in span_tasks if t in per_seed.columns])
+components = stats.variance_table(per_seed, list(groups) + [t for t in span_tasks if t in per_seed.columns])
 (components.style.format({"tau2": "{:.2f}", "fine-tuning": "{:.2f}", "pretraining": "{:.2f}",
                           "sd of one run": "{:.2f}"}, na_rep="unknown").set_table_attributes('class="dataframe"'))
 
 # %% tags=["hide-input"]
-claims = report.paper_claims(span_tasks=span_tasks, selection=validation)
-verdicts = report.assess_claims(claims, per_seed, baselines, alpha)
-indicator_verdicts = report.assess_indicator_claims(correlation, score_columns, alpha)
+paper = claims.paper_claims(span_tasks=span_tasks, selection=validation)
+verdicts = stats.assess_claims(paper, per_seed, baselines, alpha)
+indicator_verdicts = claims.assess_indicator_claims(correlation, score_columns, alpha)
 SHOWN = {"claim": "claim", "verdict": "verdict", "quantifier": "quantifier", "comparisons": "n",
          "in claimed direction": "sign as claimed", "decided as claimed": "decided: for",
          "decided against": "decided: against", "mean difference": "mean diff.", "MDE": "MDE",
@@ -284,7 +286,7 @@ book.glue("mde_text", (f"from {undecided.min():.1f} to {undecided.max():.1f} poi
 # corrected p within the claim, the outcome, the MDE, and where the variance came from.
 
 # %% tags=["hide-input"]
-details = report.comparison_table(claims, per_seed, baselines, alpha)
+details = stats.comparison_table(paper, per_seed, baselines, alpha)
 (details.style.format({"difference": "{:+.2f}", "low": "{:+.2f}", "high": "{:+.2f}", "p": "{:.3f}",
                        "p (Holm)": "{:.3f}", "MDE": "{:.1f}"}, na_rep="n/a").hide(axis="index")
  .set_table_attributes('class="dataframe"'))

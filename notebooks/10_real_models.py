@@ -44,7 +44,8 @@ import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import book, report
+from pe_book import book
+from pe_book.chapters import common
 from pe_lib import pretrained_pes as pes
 
 book.record_names(globals())
@@ -70,7 +71,7 @@ window: int = 8  # offsets 1..window for local monotonicity and the near cosine
 
 # %% tags=["hide-input"]
 params = book.check_notebook_parameters(globals())
-runner = report.open_runner(profile, results)
+runner = common.open_runner(profile, results)
 names = pes.ape_variants(variants, runner.profile.variants)
 loaded = pes.load_models(models)
 real = [m for m in loaded if m.matrix is not None]
@@ -88,7 +89,7 @@ reasons = {}  # one reason, the models it skipped
 for m in skipped:
     reasons.setdefault(m.reason, []).append(m.name)
 book.glue("skipped_text", "; ".join(f"{', '.join(names)} ({reason})" for reason, names in reasons.items()) or "none")
-report.data_used(params, runner)
+common.data_used(params, runner)
 
 # %% [markdown]
 # ## Where the matrices come from

@@ -54,7 +54,9 @@ import seaborn as sns
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
 from pe_lib import extrapolation
-from pe_book import book, report
+from pe_book import book
+from pe_book.chapters import common
+from pe_lib.positions import resolve_variants
 from pe_lib.positions import parse_variant
 
 book.record_names(globals())
@@ -73,11 +75,11 @@ results: str = "results"  # folder of the artifact store
 
 # %% tags=["hide-input"]
 params = book.check_notebook_parameters(globals())
-runner = report.open_runner(profile, results)
-names = report.resolve_variants(variants, runner.profile.variants)  # raises on an unknown variant
+runner = common.open_runner(profile, results)
+names = resolve_variants(variants, runner.profile.variants)  # raises on an unknown variant
 book.glue("profile_name", profile)
 book.glue("n_variants", len(names))
-report.data_used(params, runner)
+common.data_used(params, runner)
 
 # %% tags=["hide-input"]
 artifacts = {name: runner.ensure_extrapolation(name) for name in names}

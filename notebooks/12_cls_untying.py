@@ -54,7 +54,9 @@ import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import book, report
+from pe_book import book, claims, tables
+from pe_book.chapters import common
+from pe_lib.positions import resolve_variants
 from pe_book.experiments.baselines import best_constant_scores
 
 book.record_names(globals())
@@ -79,24 +81,24 @@ split: str = "test"  # split whose scores are shown: test or validation
 params = book.check_notebook_parameters(globals())
 if split not in ("test", "validation"):
     raise ValueError(f"split must be 'test' or 'validation', got {split!r}")
-runner = report.open_runner(profile, results)
-names = report.resolve_variants(variants, runner.profile.variants)
-pairs = report.untying_pairs(names)
+runner = common.open_runner(profile, results)
+names = resolve_variants(variants, runner.profile.variants)
+pairs = claims.untying_pairs(names)
 if not pairs:
     raise ValueError(f"no '+untie-cls' variant with its tied counterpart among {names}; "
                      "add e.g. 'rpe-learned' and 'rpe-learned+untie-cls' to variants")
-reference = report.resolve_variants([reference], [])[0]
+reference = resolve_variants([reference], [])[0]
 compared = list(dict.fromkeys([reference, *pairs.values(), *pairs]))
 all_tasks = list(tasks or runner.profile.tasks)
-groups = {"classification": report.chapter_tasks([], all_tasks, span=False),
-          "span": report.chapter_tasks([], all_tasks, span=True)}
+groups = {"classification": common.chapter_tasks([], all_tasks, span=False),
+          "span": common.chapter_tasks([], all_tasks, span=True)}
 seed_list = list(seeds or runner.profile.seeds)
 book.glue("profile_name", profile)
 book.glue("reference", reference)
 book.glue("n_seeds", len(seed_list))
-book.glue("seed_design", report.seed_design(runner.profile.with_overrides(seeds=tuple(seed_list)), compared))
+book.glue("seed_design", common.seed_design(runner.profile.with_overrides(seeds=tuple(seed_list)), compared))
 book.glue("pairs_text", "; ".join(f"{u} against {t}" for u, t in pairs.items()))
-report.data_used(params, runner, all_tasks)
+common.data_used(params, runner, all_tasks)
 
 # %% [markdown]
 # ## Scores
@@ -112,14 +114,14 @@ per_seed_parts = []
 for group, specs in groups.items():
     if not specs:
         continue
-    finetuned, _, _ = report.finetuned_with_origins(runner, compared, specs, seed_list, split)
-    records = report.score_records(finetuned, {t: s.meta.kind for t, s in specs.items()}, split)
-    per_seed_parts.append(report.per_seed_scores(records, {group: list(specs)}))
+    finetuned, _, _ = common.finetuned_with_origins(runner, compared, specs, seed_list, split)
+    records = tables.score_records(finetuned, {t: s.meta.kind for t, s in specs.items()}, split)
+    per_seed_parts.append(tables.per_seed_scores(records, {group: list(specs)}))
 per_seed = pd.concat(per_seed_parts, axis=1)
 baselines = best_constant_scores(runner, [t for specs in groups.values() for t in specs],
                                  {group: list(specs) for group, specs in groups.items() if specs}, split)
-summary = report.summarise(per_seed).reindex(compared)
-report.style_summary(summary)
+summary = tables.summarise(per_seed).reindex(compared)
+tables.style_summary(summary)
 
 # %% [markdown]
 # ## Does untying close the gap?
@@ -135,7 +137,7 @@ report.style_summary(summary)
 # reference, and **widens** it when the untied variant is shown behind the tied one.
 
 # %% tags=["hide-input"]
-gap_tables = {group: report.cls_gap(per_seed, reference, pairs, group, baselines)
+gap_tables = {group: claims.cls_gap(per_seed, reference, pairs, group, baselines)
               for group in ("classification", "span") if group in per_seed.columns}
 gap = pd.concat(gap_tables, names=["average"])
 (gap.style.format({c: "{:.1f}" for c in gap.columns if gap[c].dtype.kind == "f" and c != "share closed"}

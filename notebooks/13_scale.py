@@ -41,7 +41,9 @@ import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import book, report
+from pe_book import book
+from pe_book.chapters import common
+from pe_lib.positions import resolve_variants
 from pe_book.experiments import scale
 
 book.record_names(globals())
@@ -65,10 +67,10 @@ finetune_screen: str = "studies/finetune_screen/results.jsonl"  # the fine-tunin
 
 # %% tags=["hide-cell"]
 params = book.check_notebook_parameters(globals())
-runner = report.open_runner(profile, results)
+runner = common.open_runner(profile, results)
 study_variants = [v for v in ("none", "ape-learned", "rpe-learned", "ape-sin-learned") if v in runner.profile.variants]
-names = report.resolve_variants(variants, study_variants)  # raises on an unknown variant
-specs = report.chapter_tasks(tasks, runner.profile.tasks, span=False)
+names = resolve_variants(variants, study_variants)  # raises on an unknown variant
+specs = common.chapter_tasks(tasks, runner.profile.tasks, span=False)
 study = scale.compute(runner, names, list(specs))
 cfg = runner.profile.pretrain
 book.glue("profile_name", profile)
@@ -88,7 +90,7 @@ book.glue("position_init_std", model_config.position_init_std if model_config.po
           else model_config.initializer_range)
 book.glue("threshold", scale.DIAGONAL_THRESHOLD)
 book.glue("margin", scale.CHANCE_MARGIN)
-report.data_used(params, runner, specs)
+common.data_used(params, runner, specs)
 
 # %% [markdown]
 # ## The recipe, and what was tried

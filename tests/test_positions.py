@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from pe_lib import PE_VARIANTS, PEBertModel, all_variants, parse_variant
-from pe_lib.positions import ALiBi, T5Bias, UntiedCLS, clipped_offsets, sinusoid, sinusoid_frequencies
+from pe_lib.positions import ALiBi, T5Bias, UntiedCLS, clipped_offsets, resolve_variants, sinusoid, sinusoid_frequencies
 
 REQUIRED = {"none", "ape-learned", "ape-sin", "ape-sin-learned", "rpe-learned", "rpe-sin", "rpe-sin-learned",
             "rope", "alibi", "t5-bias"}
@@ -117,3 +117,10 @@ def test_sinusoidal_rpe_direction_switch(make_config):
         k = int(offsets.max())
         same = torch.allclose(vectors[k + 3], vectors[k - 3])
         assert same is blind
+
+
+def test_resolve_variants_validates_canonicalises_and_defaults():
+    assert resolve_variants([], ["none", "ape-sin"]) == ["none", "ape-sin"]
+    assert resolve_variants(["rpe-learned+ape-sin", "ape-sin+rpe-learned"], []) == ["ape-sin+rpe-learned"]
+    with pytest.raises(ValueError, match="valid basic names"):
+        resolve_variants(["ape-typo"], [])

@@ -1,0 +1,38 @@
+"""pe_book.chapters.common: what every result chapter starts from."""
+from __future__ import annotations
+
+import pytest
+
+from pe_book.chapters import common
+
+def test_chapter_tasks_keeps_the_chapters_kind_and_refuses_the_other():
+    assert list(common.chapter_tasks([], ["cola", "squad", "sst2", "squad_v2"], span=False)) == ["cola", "sst2"]
+    assert list(common.chapter_tasks([], ["cola", "squad", "sst2", "squad_v2"], span=True)) == ["squad", "squad_v2"]
+    assert list(common.chapter_tasks(["stsb"], ["cola"], span=False)) == ["stsb"]
+    with pytest.raises(ValueError, match=r"shows sentence-level tasks, not squad; valid: cola, sst2, mrpc, stsb"):
+        common.chapter_tasks(["sst2", "squad"], [], span=False)
+    with pytest.raises(ValueError, match="shows span-prediction tasks, not cola; valid: squad, squad_v2"):
+        common.chapter_tasks(["cola"], [], span=True)
+    with pytest.raises(ValueError, match="unknown task"):
+        common.chapter_tasks(["glue"], [], span=False)
+
+
+def test_seed_design_in_words():
+    from pe_book.experiments.profiles import get_profile
+
+    profile = get_profile("smoke").with_overrides(seeds=(0, 1, 2), pretrain_seeds_by_variant={"none": 3, "rpe-sin": 3})
+    assert common.seed_design(profile, ["none", "rpe-sin", "ape-sin", "alibi", "rope"]) == (
+        "3 pretraining seed(s) for none, rpe-sin; 1 for the other 3 variant(s); "
+        "3 fine-tuning seed(s) on each pretrained model")
+    assert common.seed_design(profile, ["ape-sin"]).startswith("1 pretraining seed(s) for every variant")
+
+
+def test_data_used_says_where_the_corpus_and_each_task_came_from():
+    from types import SimpleNamespace
+
+    runner = SimpleNamespace(corpus=SimpleNamespace(origin="packaged", card={"sources": {"austen": {}, "kjv": {}}}),
+                             task=lambda t: SimpleNamespace(origin={"sst2": "packaged:sentiment", "cola": "hub:nyu-mll/glue"}[t]))
+    table = common.data_used({"profile": "cpu", "seeds": [0, 1]}, runner, ["sst2", "cola"])
+    assert table.loc["profile", "value"] == "'cpu'" and table.loc["seeds", "value"] == "[0, 1]"
+    assert table.loc["data: pretraining text", "value"] == "packaged (austen, kjv)"
+    assert table.loc["data: task cola", "value"] == "hub:nyu-mll/glue"

@@ -1,0 +1,40 @@
+"""pe_book.chapters.pretraining: curves, final losses and the setup of a profile's pretraining."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from pe_book.chapters import pretraining
+
+def test_curve_frame_and_final_losses():
+    curves = {"a": [{"step": 5, "split": "train", "loss": 3.0, "lr": 1e-3}, {"step": 10, "split": "validation", "loss": 2.5}],
+              "b": [{"step": 10, "split": "validation", "loss": 2.0}]}
+    frame = pretraining.curve_frame(curves)
+    assert list(frame.columns) == ["variant", "step", "split", "loss"] and len(frame) == 3
+    table = pretraining.final_losses({"a": {"validation_loss": 2.5, "tokens_per_s": 10.0, "wall_s": 1.0},
+                                 "b": {"validation_loss": 2.0, "tokens_per_s": 20.0, "wall_s": 2.0}},
+                                parameters={"a": 7, "b": 8})
+    assert list(table.index) == ["b", "a"]
+    assert table.loc["a", "perplexity"] == pytest.approx(math.exp(2.5))
+    assert table.loc["b", "parameters"] == 8
+
+
+def test_pretraining_setup_counts_tokens_and_sums_wall_time():
+    config = {"model": {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
+                        "intermediate_size": 256, "vocab_size": 100},
+              "pretrain": {"steps": 40, "batch_size": 16, "lr": 1e-3, "warmup_steps": 4},
+              "data": {"seq_len": 64}}
+    setup = pretraining.pretraining_setup(config, {"a": {"tokens_per_s": 10.0, "wall_s": 1.5},
+                                              "b": {"tokens_per_s": 30.0, "wall_s": 2.5}})
+    assert setup["tokens"] == 40 * 16 * 64
+    assert setup["tokens_per_s"] == 20.0 and setup["wall_s"] == 4.0 and setup["variants"] == 2
+
+
+def test_count_parameters_matches_a_real_model():
+    from pe_lib import PEBertConfig, PEBertForMaskedLM
+
+    config = {"vocab_size": 50, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+              "intermediate_size": 32, "max_position_embeddings": 16, "position_embedding": "ape-learned+rpe-learned"}
+    real = PEBertForMaskedLM(PEBertConfig(**config))
+    assert pretraining.count_parameters(config) == sum(p.numel() for p in real.parameters())
