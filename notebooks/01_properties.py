@@ -32,18 +32,11 @@
 # before training, and the same measurements after pretraining.
 
 # %% tags=["hide-cell"]
-import math
-
 import matplotlib.pyplot as plt
 import pandas as pd
-import seaborn as sns
-import torch
 
-from pe_book import book, tables
-from pe_book.chapters import common
-from pe_lib import PEBertConfig, PEBertModel, parse_variant
-from pe_lib.probing import proximity
-from pe_lib.properties import chen_locality, chen_symmetry, indicators
+from pe_book import book, plots
+from pe_book.chapters import common, properties
 
 book.record_names(globals())
 
@@ -71,14 +64,10 @@ seed: int = 0  # seed of the random initialisation and of the probing words
 
 # %% tags=["hide-input"]
 params = book.check_notebook_parameters(globals())
-for name in variants:
-    parse_variant(name)  # raises ValueError naming the valid variants
-book.glue("seed", seed)
-book.glue("length", length)
-book.glue("n_words", n_words)
-book.glue("window", window)
-book.glue("hidden_size", hidden_size)
+runner = common.open_runner(profile, results)
+result = properties.compute(runner, variants, hidden_size, num_heads, num_layers, length, n_words, window, seed)
 book.glue("profile_name", profile)
+book.glue_all(result.cited)
 pd.DataFrame({"value": params})
 
 # %% [markdown]
@@ -109,23 +98,7 @@ pd.DataFrame({"value": params})
 # {cite:t}`chen2023locality` look at the same questions from other angles.
 
 # %% tags=["hide-input"]
-YES, NO, LOCAL = "✓", "✗", "local"
-theory = pd.DataFrame(
-    [
-        ("none", "— (no position)", "✓ (trivially)", "✓ (trivially)"),
-        ("ape-learned", NO, NO, YES),
-        ("ape-sin", LOCAL, YES, YES),
-        ("ape-sin-learned", LOCAL + " (range learned)", YES, YES),
-        ("rpe-learned", NO, YES, NO),
-        ("rpe-sin", LOCAL, YES, YES + " (|x - y|)"),
-        ("rpe-sin-learned", LOCAL + " (range learned)", YES, YES + " (|x - y|)"),
-        ("alibi", YES, YES, YES),
-        ("t5-bias", NO, YES + " (bucketed)", NO),
-        ("rope", NO + " (decaying bound)", YES, NO),
-    ],
-    columns=["variant", "monotonicity", "translation invariance", "symmetry"],
-).set_index("variant")
-theory
+properties.THEORY
 
 # %% [markdown]
 # ## Measured at initialisation
@@ -149,39 +122,6 @@ theory
 # symmetry (the correlation of $\phi[x, y]$ with $\phi[y, x]$); `chen_locality` and
 # `chen_symmetry` are the attention indicators of {cite:t}`chen2023locality`.
 
-# %% tags=["hide-input"]
-def build(variant: str) -> PEBertModel:
-    torch.manual_seed(seed)
-    config = PEBertConfig(
-        hidden_size=hidden_size, num_attention_heads=num_heads, num_hidden_layers=num_layers,
-        intermediate_size=4 * hidden_size, max_position_embeddings=length,
-        position_embedding=variant,
-    )
-    return PEBertModel(config, add_pooling_layer=False).eval()
-
-
-probes, ape_grams, rpe_grams, rows = {}, {}, {}, []
-for name in variants:
-    model = build(name)
-    parsed = parse_variant(name)
-    phi = proximity(model, "probe", length=length, n_words=n_words, seed=seed)  # (n, n)
-    probes[name] = phi
-    row = {"variant": name, **indicators(phi, window=window),
-           "Chen locality": chen_locality(phi), "Chen symmetry": chen_symmetry(phi)}
-    if parsed.absolute:
-        ape_grams[name] = proximity(model, "ape", length=length)
-    if parsed.has_offset_table:
-        rpe_grams[name] = proximity(model, "rpe", length=length)
-    rows.append(row)
-
-probe_table = pd.DataFrame(rows).set_index("variant")[[
-    "monotonicity", "monotonicity_local", "translation_invariance", "symmetry",
-    "Chen locality", "Chen symmetry",
-]]
-gram_table = pd.DataFrame(
-    {name: indicators(phi, window=window) for name, phi in ape_grams.items()}
-).T[["monotonicity", "monotonicity_local", "translation_invariance", "symmetry"]]
-
 # %% [markdown]
 # ### Identical-word probing
 #
@@ -193,35 +133,10 @@ gram_table = pd.DataFrame(
 # %% tags=["hide-input"]
 SHORT = {"monotonicity_local": "local monotonicity", "translation_invariance": "translation inv.",
          "Chen locality": "Chen loc.", "Chen symmetry": "Chen sym."}
-probe_table.rename(columns=SHORT).style.format("{:.3f}", na_rep="n/a").set_table_attributes('class="dataframe"')
+result.probe_table.rename(columns=SHORT).style.format("{:.3f}", na_rep="n/a").set_table_attributes('class="dataframe"')
 
 # %% tags=["hide-input"]
-def value(table, variant, column):
-    return float(table.loc[variant, column]) if variant in table.index else math.nan
-
-
-relative_only = [v for v in variants if (p := parse_variant(v)).absolute is None and p.relative]
-absolute_only = [v for v in variants if (p := parse_variant(v)).absolute and p.relative is None]
-book.glue("none_ti", value(probe_table, "none", "translation_invariance"))
-book.glue("alibi_mono", value(probe_table, "alibi", "monotonicity"))
-ti = probe_table["translation_invariance"]
-book.glue("rel_ti_min", ti[relative_only].min() if relative_only else math.nan)
-book.glue("abs_ti_max", ti[absolute_only].max() if absolute_only else math.nan)
-book.glue("rpe_learned_sym", value(probe_table, "rpe-learned", "symmetry"))
-book.glue("rpe_sin_sym", value(probe_table, "rpe-sin", "symmetry"))
-book.glue("t5_sym", value(probe_table, "t5-bias", "symmetry"))
-
-ncols = 4
-nrows = math.ceil(len(probes) / ncols)
-fig, axes = plt.subplots(
-    nrows, ncols, figsize=(3 * ncols, 3 * nrows), constrained_layout=True, squeeze=False
-)
-for ax, (name, phi) in zip(axes.flat, probes.items()):
-    sns.heatmap(phi, ax=ax, cmap="viridis", square=True, cbar=False,
-                xticklabels=False, yticklabels=False)
-    ax.set_title(name, fontsize=10)
-for ax in axes.flat[len(probes):]:
-    ax.set_axis_off()
+fig = plots.heatmaps(result.probes, ncols=4)
 book.glue("fig_probe", fig)
 plt.close(fig)
 
@@ -259,21 +174,12 @@ plt.close(fig)
 # the indicators of $p_x \cdot p_y$ for the absolute embeddings.
 
 # %% tags=["hide-input"]
-gram_table.rename(columns=SHORT).style.format("{:.3f}", na_rep="n/a").set_table_attributes('class="dataframe"')
+result.gram_table.rename(columns=SHORT).style.format("{:.3f}", na_rep="n/a").set_table_attributes('class="dataframe"')
 
 # %% tags=["hide-input"]
-book.glue("ape_sin_gram_ti", value(gram_table, "ape-sin", "translation_invariance"))
-book.glue("ape_learned_gram_ti", value(gram_table, "ape-learned", "translation_invariance"))
-book.glue("random_gram_ti", hidden_size / (length + hidden_size))
-
-maps = {f"APE {k}": v for k, v in ape_grams.items() if "+" not in k}
-maps.update({f"RPE {k}": v for k, v in rpe_grams.items() if "+" not in k})
-n_maps = max(1, len(maps))
-fig, axes = plt.subplots(1, n_maps, figsize=(3 * n_maps, 3.2), constrained_layout=True, squeeze=False)
-for ax, (name, phi) in zip(axes.flat, maps.items()):
-    sns.heatmap(phi, ax=ax, cmap="viridis", square=True, cbar=False,
-                xticklabels=False, yticklabels=False)
-    ax.set_title(name, fontsize=9)
+maps = {f"APE {k}": v for k, v in result.ape_grams.items() if "+" not in k}
+maps.update({f"RPE {k}": v for k, v in result.rpe_grams.items() if "+" not in k})
+fig = plots.heatmaps(maps, size=3.0, title_size=9, title_height=0.2)
 book.glue("fig_gram", fig)
 plt.close(fig)
 
@@ -301,27 +207,14 @@ plt.close(fig)
 # of the absolute position vectors. {ref}`probing` and {ref}`dot-products` show the maps.
 
 # %% tags=["hide-input"]
-runner = common.open_runner(profile, results)
-trained_names = [parse_variant(v).name for v in variants if parse_variant(v).name in runner.profile.variants]
-artifacts = {v: runner.ensure_analysis(v) for v in trained_names}
-analyses = {v: a.payload for v, a in artifacts.items()}
-maps = {v: a.arrays for v, a in artifacts.items()}  # the stored maps: local monotonicity with this chapter's window
-trained_probe = tables.indicator_table(analyses, "trained", "probe", window=window, maps=maps)
-trained_ape = tables.indicator_table(analyses, "trained", "ape", window=window, maps=maps)
-book.glue("n_trained", len(trained_names))
-book.glue("trained_steps", runner.profile.pretrain.steps)
-book.glue("trained_ape_sin_ti", value(trained_ape, "ape-sin", "translation_invariance"))
-book.glue("trained_ape_learned_ti", value(trained_ape, "ape-learned", "translation_invariance"))
-book.glue("trained_ape_learned_mono", value(trained_ape, "ape-learned", "monotonicity"))
-book.glue("trained_rpe_learned_sym", value(trained_probe, "rpe-learned", "symmetry"))
-trained_probe.rename(columns=SHORT).style.format("{:.3f}", na_rep="n/a").set_table_attributes('class="dataframe"')
+result.trained_probe.rename(columns=SHORT).style.format("{:.3f}", na_rep="n/a").set_table_attributes('class="dataframe"')
 
 # %% [markdown]
 # Identical-word attention after {glue:text}`trained_steps` pretraining steps, for the
 # {glue:text}`n_trained` variants of this chapter that the profile trains (first layer).
 
 # %% tags=["hide-input"]
-trained_ape.rename(columns=SHORT).style.format("{:.3f}", na_rep="n/a").set_table_attributes('class="dataframe"')
+result.trained_ape.rename(columns=SHORT).style.format("{:.3f}", na_rep="n/a").set_table_attributes('class="dataframe"')
 
 # %% [markdown]
 # Dot products $p_x \cdot p_y$ of the pretrained absolute embeddings. Fixed sinusoidal APE keeps

@@ -52,8 +52,8 @@ import pandas as pd
 import seaborn as sns
 
 from pe_book import book
-from pe_book.chapters import common
-from pe_lib.sinusoid import frequencies, integer_monotonic_range, monotonic_range, psi, psi_prime
+from pe_book.chapters import common, sinusoid
+from pe_lib.sinusoid import psi, psi_prime
 
 book.record_names(globals())
 
@@ -76,12 +76,12 @@ n_bases: int = 41  # number of bases in the sweep, log-spaced from 10 to 10^6
 
 # %% tags=["hide-input"]
 params = book.check_notebook_parameters(globals())
-dims = {"APE": ape_dim, "RPE (one head)": head_dim}
-book.glue("ape_dim", ape_dim)
-book.glue("head_dim", head_dim)
-book.glue("base", base)
-book.glue("max_offset", max_offset)
+runner = common.open_runner(profile, results) if pretrained else None
+result = sinusoid.compute(runner, ape_dim, head_dim, base, n_bases)
 book.glue("profile_name", profile)
+book.glue("max_offset", max_offset)
+book.glue_all(result.cited)
+dims = result.dims
 pd.DataFrame({"value": params})
 
 # %% [markdown]
@@ -134,22 +134,7 @@ plt.close(fig)
 # ($i = 0, \dots, D/2 - 1$, so $w_0 = 1$); the table gives both.
 
 # %% tags=["hide-input"]
-rows = []
-for label, dim in dims.items():
-    for first, indexing in [(0, "i = 0..D/2-1 (Vaswani et al.)"), (1, "i = 1..D/2 (the paper)")]:
-        rows.append({
-            "embedding": label,
-            "D": dim,
-            "indexing": indexing,
-            "real offsets: M": monotonic_range(dim, base, first_index=first),
-            "integer offsets: M": integer_monotonic_range(dim, base, first_index=first),
-        })
-ranges = pd.DataFrame(rows)
-for key, dim in [("ape", ape_dim), ("head", head_dim)]:
-    book.glue(f"{key}_range_real", monotonic_range(dim, base))
-    book.glue(f"{key}_range_int", integer_monotonic_range(dim, base))
-    book.glue(f"{key}_range_int_paper", integer_monotonic_range(dim, base, first_index=1))
-ranges.style.format({"real offsets: M": "{:.3f}"}).hide(axis="index").set_table_attributes('class="dataframe"')
+result.ranges.style.format({"real offsets: M": "{:.3f}"}).hide(axis="index").set_table_attributes('class="dataframe"')
 
 # %% [markdown]
 # For $D$ = {glue:text}`ape_dim`, $\psi'$ first changes sign at $m$ =
@@ -171,26 +156,7 @@ ranges.style.format({"real offsets: M": "{:.3f}"}).hide(axis="index").set_table_
 # follows only roughly.
 
 # %% tags=["hide-input"]
-bases = np.geomspace(10.0, 1e6, n_bases)
-scales = np.geomspace(0.05, 2.0, n_bases)
-
-
-def ranges_for(freq_sets):
-    """Real and integer monotonic ranges for each array of frequencies (NaN where psi never turns)."""
-    out = []
-    for w in freq_sets:
-        try:
-            out.append((monotonic_range(freqs=w), integer_monotonic_range(freqs=w)))
-        except ValueError:
-            out.append((np.nan, np.nan))
-    return np.array(out)  # (n, 2)
-
-
-sweep = {}
-for label, dim in dims.items():
-    sweep[label, "base"] = ranges_for([frequencies(dim, b) for b in bases])
-    sweep[label, "scale"] = ranges_for([c * frequencies(dim, base) for c in scales])
-
+bases, scales, sweep = result.bases, result.scales, result.sweep
 fig, (ax_base, ax_scale) = plt.subplots(
     1, 2, figsize=(11, 3.8), constrained_layout=True, sharey=True
 )
@@ -207,13 +173,6 @@ ax_scale.set(xscale="log", xlabel="factor c", title=r"(b) frequencies $c \cdot w
 ax_base.legend(fontsize="small")
 book.glue("fig_range", fig)
 plt.close(fig)
-
-half = 0.5 * frequencies(ape_dim, base)
-book.glue("half_ratio", monotonic_range(freqs=half) / monotonic_range(ape_dim, base))
-book.glue("half_range_int", integer_monotonic_range(freqs=half))
-best = int(np.nanargmax(sweep["APE", "base"][:, 1]))
-book.glue("best_base", bases[best])
-book.glue("best_base_range", int(sweep["APE", "base"][best, 1]))
 
 # %% [markdown]
 # ```{glue:figure} fig_range
@@ -239,29 +198,7 @@ book.glue("best_base_range", int(sweep["APE", "base"][best, 1]))
 # learnable RPE has one set of frequencies per layer; the plots show the first layer's.
 
 # %% tags=["hide-input"]
-learned = {}  # name -> (initial, trained) frequencies
-runner = common.open_runner(profile, results)
-for variant in [v for v in runner.profile.variants if "sin-learned" in v and pretrained]:
-    arrays = runner.ensure_analysis(variant).arrays
-    for kind in ("ape", "rpe"):
-        if f"trained.{kind}_freqs" in arrays:
-            init, trained = (np.asarray(arrays[f"{state}.{kind}_freqs"], dtype=np.float64) for state in ("init", "trained"))
-            if kind == "rpe":
-                init, trained = init[0], trained[0]  # first layer
-            learned[f"{variant} ({kind.upper()})"] = (init, trained)
-rows = {}
-for name, (init, trained) in learned.items():
-    rows[name] = {
-        "dimension": 2 * len(init),
-        "median |w - w0| / w0": float(np.median(np.abs(trained - init) / init)),
-        "range w0 (integer)": integer_monotonic_range(freqs=init),
-        "range w (integer)": integer_monotonic_range(freqs=trained),
-        "range w0 (real)": monotonic_range(freqs=init),
-        "range w (real)": monotonic_range(freqs=trained),
-    }
-learned_table = pd.DataFrame.from_dict(rows, orient="index")
-book.glue("n_learned", len(learned))
-book.glue("max_relative_change", float(learned_table["median |w - w0| / w0"].max()) if rows else float("nan"))
+learned = result.learned
 fig, ax = plt.subplots(figsize=(7, 4), constrained_layout=True)
 for name, (init, trained) in learned.items():
     ax.plot(np.arange(len(init)), trained / init, marker=".", lw=0.8, label=name)
@@ -270,7 +207,7 @@ ax.set(xlabel="frequency index i", ylabel="learned / initial frequency")
 ax.legend(fontsize="small")
 book.glue("fig_learned", fig)
 plt.close(fig)
-learned_table.style.format({"median |w - w0| / w0": "{:.2e}", "range w0 (real)": "{:.3f}", "range w (real)": "{:.3f}"})
+result.learned_table.style.format({"median |w - w0| / w0": "{:.2e}", "range w0 (real)": "{:.3f}", "range w (real)": "{:.3f}"})
 
 # %% [markdown]
 # ```{glue:figure} fig_learned

@@ -32,16 +32,12 @@ import math
 import warnings
 
 import matplotlib.pyplot as plt
-import pandas as pd
 import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
 from pe_book import book
-from pe_book.chapters import common
-from pe_book.chapters import pretraining
-from pe_lib.positions import resolve_variants
-from pe_book.experiments import baselines
+from pe_book.chapters import common, pretraining
 
 book.record_names(globals())
 
@@ -60,31 +56,10 @@ results: str = "results"  # folder of the artifact store
 # %% tags=["hide-input"]
 params = book.check_notebook_parameters(globals())
 runner = common.open_runner(profile, results)
-names = resolve_variants(variants, runner.profile.variants)  # raises on an unknown variant
+result = pretraining.compute(runner, variants)
 book.glue("profile_name", profile)
-book.glue("profile_description", runner.profile.description)
-book.glue("n_variants", len(names))
+book.glue_all(result.cited)
 common.data_used(params, runner)
-
-# %% tags=["hide-input"]
-artifacts = {name: runner.ensure_pretrained(name) for name in names}
-outcomes = {name: a.payload["result"] for name, a in artifacts.items()}
-first = artifacts[names[0]].provenance
-setup = pretraining.pretraining_setup(first["config"], outcomes)
-parameters = {name: pretraining.count_parameters(a.provenance["config"]["model"]) for name, a in artifacts.items()}
-for key, value in setup.items():
-    book.glue(f"setup_{key}", value)
-book.glue("setup_tokens_m", setup["tokens"] / 1e6)
-book.glue("setup_wall_min", setup["wall_s"] / 60)
-book.glue("params_min", min(parameters.values()) / 1e6)
-book.glue("params_max", max(parameters.values()) / 1e6)
-book.glue("precision", ", ".join(sorted({str(r.get("precision")) for r in outcomes.values()})))
-hardware = first["hardware"]
-book.glue("hardware_cpu", hardware["cpu"])
-book.glue("hardware_cores", hardware["cores"])
-book.glue("hardware_gpu", hardware["gpu"] or "none")
-book.glue("torch_version", first["versions"]["torch"])
-book.glue("git_commit", ", ".join(sorted({a.provenance["git_commit"][:12] for a in artifacts.values()})))
 
 # %% [markdown]
 # ## The setup
@@ -106,14 +81,7 @@ book.glue("git_commit", ", ".join(sorted({a.provenance["git_commit"][:12] for a 
 # configuration and provenance of each number are in its artifact (`results/<profile>/`).
 
 # %% tags=["hide-input"]
-LABELS = {"hidden_size": "hidden size", "layers": "layers", "heads": "attention heads",
-          "intermediate_size": "feed-forward size", "vocab_size": "vocabulary", "seq_len": "sequence length",
-          "steps": "steps", "batch_size": "batch (sequences)", "lr": "peak learning rate",
-          "warmup_steps": "warm-up steps", "tokens": "tokens seen per model",
-          "tokens_per_s": "tokens per second (mean)", "wall_s": "pretraining wall time, all models (s)",
-          "variants": "models"}
-pd.DataFrame({"value": [f"{setup[k]:,.4g}" if isinstance(setup[k], float) else f"{setup[k]:,}" for k in LABELS]},
-             index=list(LABELS.values()))
+result.setup_table()
 
 # %% [markdown]
 # ## Loss curves
@@ -127,7 +95,7 @@ pd.DataFrame({"value": [f"{setup[k]:,.4g}" if isinstance(setup[k], float) else f
 # frequent and nothing about their context.
 
 # %% tags=["hide-input"]
-curves = pretraining.curve_frame({name: a.payload["curve"] for name, a in artifacts.items()})
+curves, names = result.curves, result.names
 sns.set_theme(style="whitegrid", context="notebook")
 palette = dict(zip(names, sns.color_palette("tab20", len(names))))
 fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True, sharey=True)
@@ -136,16 +104,12 @@ for ax, split in zip(axes, ("train", "validation")):
     sns.lineplot(part, x="step", y="loss", hue="variant", palette=palette, ax=ax, marker="o",
                  markersize=4, legend=split == "validation")
     ax.set(title=f"{split} loss", xlabel="step", ylabel="MLM loss (nats)")
-unigram = runner.ensure_unigram().payload
 for ax in axes:
-    ax.axhline(math.log(setup["vocab_size"]), color="grey", lw=0.8, ls="--")
-    ax.axhline(unigram["validation_loss"], color="C3", lw=1.0, ls=":")
+    ax.axhline(math.log(result.setup["vocab_size"]), color="grey", lw=0.8, ls="--")
+    ax.axhline(result.unigram_loss, color="C3", lw=1.0, ls=":")
 axes[1].legend(fontsize="x-small", ncol=1, loc="center left", bbox_to_anchor=(1.01, 0.5))
 book.glue("fig_curves", fig)
 plt.close(fig)
-book.glue("log_vocab", math.log(setup["vocab_size"]))
-book.glue("unigram_loss", unigram["validation_loss"])
-book.glue("unigram_tokens", unigram["tokens"])
 
 # %% [markdown]
 # ```{glue:figure} fig_curves
@@ -162,22 +126,9 @@ book.glue("unigram_tokens", unigram["tokens"])
 # ## Final validation loss
 
 # %% tags=["hide-input"]
-final = pretraining.final_losses(outcomes, parameters)
-ranked = list(final.index)
-book.glue("best_variant", ranked[0])
-book.glue("best_loss", final["validation loss"].iloc[0])
-book.glue("worst_variant", ranked[-1])
-book.glue("worst_loss", final["validation loss"].iloc[-1])
-book.glue("loss_range", final["validation loss"].iloc[-1] - final["validation loss"].iloc[0])
-book.glue("none_rank", f"{ranked.index('none') + 1} of {len(ranked)}" if "none" in ranked else "not run")
-book.glue("none_loss", final.loc["none", "validation loss"] if "none" in final.index else math.nan)
-book.glue("below_unigram", f"{int((final['validation loss'] < unigram['validation_loss']).sum())} of {len(final)}")
-book.glue("unigram_margin", unigram["validation_loss"] - final["validation loss"].iloc[0])
-final.loc["baseline: unigram", ["validation loss", "perplexity"]] = [unigram["validation_loss"],
-                                                                    math.exp(unigram["validation_loss"])]
-final = final.sort_values("validation loss", kind="stable")
-final.style.format({"validation loss": "{:.3f}", "perplexity": "{:,.0f}", "tokens/s": "{:,.0f}",
-                    "wall (s)": "{:.1f}", "parameters": "{:,.0f}"}, na_rep="—").set_table_attributes('class="dataframe"')
+(result.final.style.format({"validation loss": "{:.3f}", "perplexity": "{:,.0f}", "tokens/s": "{:,.0f}",
+                           "wall (s)": "{:.1f}", "parameters": "{:,.0f}"}, na_rep="—")
+ .set_table_attributes('class="dataframe"'))
 
 # %% [markdown]
 # The table lists the variants from the lowest final validation loss to the highest, with the

@@ -36,19 +36,14 @@
 # vectors, and puts numbers on the three observations.
 
 # %% tags=["hide-cell"]
-import math
 import warnings
 
 import matplotlib.pyplot as plt
-import pandas as pd
-import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_lib import geometry, parse_variant
-from pe_book import book
-from pe_book.chapters import common
-from pe_lib.positions import resolve_variants
+from pe_book import book, plots
+from pe_book.chapters import common, dot_products
 
 book.record_names(globals())
 
@@ -68,58 +63,14 @@ small_offset: int = 2  # largest absolute offset counted as small in the RPE ban
 # %% tags=["hide-input"]
 params = book.check_notebook_parameters(globals())
 runner = common.open_runner(profile, results)
-names = resolve_variants(variants, runner.profile.variants)
+result = dot_products.compute(runner, variants, window, small_offset)
 book.glue("profile_name", profile)
-book.glue("window", window)
-book.glue("small_offset", small_offset)
+book.glue_all(result.cited)
 common.data_used(params, runner)
 
 # %% tags=["hide-input"]
-PANELS = [("a", "ape-learned", "ape"), ("b", "ape-learned+rpe-learned", "ape"), ("c", "ape-sin-learned", "ape"),
-          ("d", "ape-sin-learned+rpe-learned", "ape"), ("e", "rpe-learned", "rpe"),
-          ("f", "ape-learned+rpe-learned", "rpe")]
-shown = [n for n in names if parse_variant(n).absolute or parse_variant(n).has_offset_table]
-analyses = {name: runner.ensure_analysis(name) for name in shown}
-missing = sorted({v for _, v, _ in PANELS if v not in analyses})
-book.glue("panels_missing", ", ".join(missing) if missing else "none")
-seq_len = runner.profile.seq_len
-book.glue("seq_len", seq_len)
-k = (analyses[next(n for n in shown if parse_variant(n).has_offset_table)].arrays["trained.rpe"].shape[0] - 1) // 2 \
-    if any(parse_variant(n).has_offset_table for n in shown) else 0
-book.glue("max_offset", k)
-
-
-def draw(ax, matrix, title, kind):
-    """One heatmap; relative maps are labelled by offset."""
-    sns.heatmap(matrix.astype(float), ax=ax, cmap="viridis", square=True, cbar=False,
-                xticklabels=False, yticklabels=False)
-    ax.set_title(title, fontsize=9)
-    n = matrix.shape[0]
-    if kind == "rpe":
-        half = (n - 1) // 2
-        ticks = [0.5, half + 0.5, n - 0.5]
-        ax.set_xticks(ticks, [f"{-half}", "0", f"{half}"], fontsize=7)
-        ax.set_yticks(ticks, [f"{-half}", "0", f"{half}"], fontsize=7)
-        ax.set_xlabel("offset b", fontsize=8)
-        ax.set_ylabel("offset a", fontsize=8)
-    else:
-        ax.set_xlabel("position y", fontsize=8)
-        ax.set_ylabel("position x", fontsize=8)
-
-
-def paper_figure(state):
-    fig, axes = plt.subplots(2, 3, figsize=(10, 7), constrained_layout=True)
-    for ax, (letter, variant, kind) in zip(axes.flat, PANELS):
-        if variant in analyses:
-            draw(ax, analyses[variant].arrays[f"{state}.{kind}"], f"({letter}) {variant}\n{kind.upper()}", kind)
-        else:
-            ax.set_axis_off()
-            ax.text(0.5, 0.5, f"({letter}) {variant}\nnot in this run", ha="center", va="center", fontsize=9)
-    return fig
-
-
 for state in ("trained", "init"):
-    fig = paper_figure(state)
+    fig = plots.position_maps(result.panels(state), ncols=3, size=(10 / 3, 3.5))
     book.glue(f"fig_paper_{state}", fig)
     plt.close(fig)
 
@@ -150,53 +101,10 @@ for state in ("trained", "init"):
 # ```
 
 # %% tags=["hide-input"]
-ape_rows, rpe_rows = {}, {}
-for name, artifact in analyses.items():
-    payload, arrays = artifact.payload, artifact.arrays
-    if "trained.ape" in arrays:
-        ape_rows[name] = {**payload["trained"]["ape"],
-                          **{f"{key} cosine": v for key, v in geometry.ape_locality(arrays["trained.ape"], window).items()},
-                          "contrast at init": geometry.ape_locality(arrays["init.ape"], window)["contrast"]}
-    if "trained.rpe" in arrays:
-        bands = geometry.rpe_bands(arrays["trained.rpe"], small_offset)
-        rpe_rows[name] = {**payload["trained"]["rpe"], **bands,
-                          "norm_ratio at init": geometry.rpe_bands(arrays["init.rpe"], small_offset)["norm_ratio"]}
-ape_table = pd.DataFrame.from_dict(ape_rows, orient="index").rename_axis("variant")
-rpe_table = pd.DataFrame.from_dict(rpe_rows, orient="index").rename_axis("variant")
-COLUMNS = ["monotonicity", "monotonicity_local", "translation_invariance"]  # a Gram matrix is symmetric
-ape_table = ape_table[COLUMNS + ["near cosine", "far cosine", "contrast cosine", "contrast at init"]] if len(ape_table) else ape_table
-rpe_table = rpe_table[COLUMNS + ["norm_ratio", "norm_ratio at init", "small_cosine", "large_cosine"]] if len(rpe_table) else rpe_table
 SHORT = {"monotonicity": "mono.", "monotonicity_local": "local mono.", "translation_invariance": "transl. inv.",
          "near cosine": "near cos.", "far cosine": "far cos.", "contrast cosine": "contrast",
          "contrast at init": "contrast (init)", "norm_ratio": "norm ratio", "norm_ratio at init": "norm ratio (init)",
          "small_cosine": "small-offset cos.", "large_cosine": "large-offset cos."}
-
-
-def value(table, variant, column):
-    return float(table.loc[variant, column]) if variant in table.index else math.nan
-
-
-# the paper's observations, measured
-apes = ape_table["contrast cosine"].dropna() if len(ape_table) else pd.Series(dtype=float)
-top = str(apes.idxmax()) if len(apes) else "none"
-book.glue("top_contrast_variant", top)
-book.glue("top_contrast", apes.max() if len(apes) else math.nan)
-book.glue("top_agrees", "agrees with" if top == "ape-sin-learned" else "differs from")
-for variant, key in [("ape-learned", "apel"), ("ape-sin-learned", "apesl"), ("ape-sin", "apes"),
-                     ("ape-learned+rpe-learned", "apel_rpel"), ("ape-sin-learned+rpe-learned", "apesl_rpel")]:
-    book.glue(f"{key}_contrast", value(ape_table, variant, "contrast cosine"))
-    book.glue(f"{key}_contrast_init", value(ape_table, variant, "contrast at init"))
-for variant, key in [("rpe-learned", "rpel"), ("ape-learned+rpe-learned", "apel_rpel")]:
-    book.glue(f"{key}_norm_ratio", value(rpe_table, variant, "norm_ratio"))
-    book.glue(f"{key}_norm_ratio_init", value(rpe_table, variant, "norm_ratio at init"))
-    book.glue(f"{key}_small_cos", value(rpe_table, variant, "small_cosine"))
-    book.glue(f"{key}_large_cos", value(rpe_table, variant, "large_cosine"))
-for alone, combined, key in [("ape-learned", "ape-learned+rpe-learned", "apel"),
-                             ("ape-sin-learned", "ape-sin-learned+rpe-learned", "apesl")]:
-    for state in ("init", "trained"):
-        both = alone in analyses and combined in analyses
-        book.glue(f"{key}_similarity_{state}", geometry.map_similarity(
-            analyses[alone].arrays[f"{state}.ape"], analyses[combined].arrays[f"{state}.ape"]) if both else math.nan)
 
 # %% [markdown]
 # ## The observations, measured
@@ -220,12 +128,12 @@ for alone, combined, key in [("ape-learned", "ape-learned+rpe-learned", "apel"),
 # attention ({ref}`probing`), not here.
 
 # %% tags=["hide-input"]
-(ape_table.rename(columns=SHORT).style.format("{:.3f}", na_rep="n/a")
+(result.ape_table.rename(columns=SHORT).style.format("{:.3f}", na_rep="n/a")
  .set_caption("APE: indicators of p_x · p_y after pretraining")
  .set_table_attributes('class="dataframe"'))
 
 # %% tags=["hide-input"]
-(rpe_table.rename(columns=SHORT).style.format("{:.3f}", na_rep="n/a")
+(result.rpe_table.rename(columns=SHORT).style.format("{:.3f}", na_rep="n/a")
  .set_caption("RPE: indicators of r_a · r_b after pretraining (first layer)")
  .set_table_attributes('class="dataframe"'))
 
@@ -272,19 +180,7 @@ for alone, combined, key in [("ape-learned", "ape-learned+rpe-learned", "apel"),
 # table of offset vectors; their position signal is only visible in attention ({ref}`probing`).
 
 # %% tags=["hide-input"]
-in_paper = {(v, kind) for _, v, kind in PANELS}
-others = [(name, kind) for name in analyses for kind in ("ape", "rpe")
-          if f"trained.{kind}" in analyses[name].arrays and (name, kind) not in in_paper]
-book.glue("n_others", len(others))
-ncols = 4
-nrows = max(1, math.ceil(len(others) / ncols))
-fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 3.4 * nrows), constrained_layout=True, squeeze=False)
-for ax, (name, kind) in zip(axes.flat, others):
-    draw(ax, analyses[name].arrays[f"trained.{kind}"], f"{name}\n{kind.upper()}", kind)
-for ax in axes.flat[len(others):]:
-    ax.set_axis_off()
-if not others:
-    axes.flat[0].text(0.5, 0.5, "no other variant with an APE or an offset table in this run", ha="center")
+fig = plots.position_maps(result.others(), ncols=4, empty="no other variant with an APE or an offset table in this run")
 book.glue("fig_others", fig)
 plt.close(fig)
 

@@ -28,19 +28,14 @@
 # position embeddings learn are discussed by {cite:t}`wang2020position`.
 
 # %% tags=["hide-cell"]
-import math
 import warnings
 
 import matplotlib.pyplot as plt
-import pandas as pd
-import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_lib import parse_variant
-from pe_book import book, tables
-from pe_book.chapters import common
-from pe_lib.positions import resolve_variants
+from pe_book import book, plots, tables
+from pe_book.chapters import common, probing
 
 book.record_names(globals())
 
@@ -59,37 +54,14 @@ layer: int = 0  # layer whose attention is shown (0: the first)
 # %% tags=["hide-input"]
 params = book.check_notebook_parameters(globals())
 runner = common.open_runner(profile, results)
-names = resolve_variants(variants, runner.profile.variants)
-layers = runner.profile.model["num_hidden_layers"]
-if not 0 <= layer < layers:
-    raise ValueError(f"layer must be in 0..{layers - 1} for profile {profile!r}, got {layer}")
+result = probing.compute(runner, variants, layer)
 book.glue("profile_name", profile)
-book.glue("probe_length", runner.profile.probe["length"])
-book.glue("probe_words", runner.profile.probe["n_words"])
-book.glue("layer_number", layer + 1)
+book.glue_all(result.cited)
 common.data_used(params, runner)
 
 # %% tags=["hide-input"]
-analyses = {name: runner.ensure_analysis(name) for name in names}
-payloads = {name: a.payload for name, a in analyses.items()}
-
-
-def grid(state):
-    ncols = 5
-    nrows = math.ceil(len(names) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(2.7 * ncols, 2.9 * nrows), constrained_layout=True,
-                             squeeze=False)
-    for ax, name in zip(axes.flat, names):
-        sns.heatmap(analyses[name].arrays[f"{state}.probe"][layer].astype(float), ax=ax, cmap="viridis",
-                    square=True, cbar=False, xticklabels=False, yticklabels=False)
-        ax.set_title(name, fontsize=8)
-    for ax in axes.flat[len(names):]:
-        ax.set_axis_off()
-    return fig
-
-
-for state in ("trained", "init"):
-    fig = grid(state)
+for state, maps in result.maps.items():
+    fig = plots.heatmaps(maps, ncols=5, size=2.8, title_size=8)
     book.glue(f"fig_probe_{state}", fig)
     plt.close(fig)
 
@@ -126,47 +98,14 @@ for state in ("trained", "init"):
 # move was fixed by the embedding's construction.
 
 # %% tags=["hide-input"]
-trained = tables.indicator_table(payloads, "trained", "probe", layer)
-change = tables.indicator_change(payloads, "probe", layer)
-delta = change.xs("change", axis=1, level=1)
 SHORT = {k: v.replace("translation invariance", "translation inv.") for k, v in tables.LABELS.items()}
-(trained.rename(columns=SHORT).style.format("{:.3f}", na_rep="n/a")
+(result.trained.rename(columns=SHORT).style.format("{:.3f}", na_rep="n/a")
  .set_caption("Indicators after pretraining").set_table_attributes('class="dataframe"'))
 
 # %% tags=["hide-input"]
-(delta.rename(columns=SHORT).style.format("{:+.3f}", na_rep="n/a")
+(result.delta.rename(columns=SHORT).style.format("{:+.3f}", na_rep="n/a")
  .background_gradient(cmap="RdBu", vmin=-0.5, vmax=0.5)
  .set_caption("Change from initialisation (after minus before)").set_table_attributes('class="dataframe"'))
-
-# %% tags=["hide-input"]
-def value(table, variant, column):
-    return float(table.loc[variant, column]) if variant in table.index else math.nan
-
-
-relative_only = [v for v in names if (p := parse_variant(v)).absolute is None and p.relative]
-absolute_only = [v for v in names if (p := parse_variant(v)).absolute and p.relative is None]
-ti = trained["translation_invariance"]
-rel_ti_min = ti[relative_only].min() if relative_only else math.nan
-abs_ti_max = ti[absolute_only].max() if absolute_only else math.nan
-book.glue("rel_ti_min", rel_ti_min)
-book.glue("abs_ti_max", abs_ti_max)
-book.glue("ti_separated", "the two kinds do not overlap, as" if rel_ti_min > abs_ti_max
-          else "the two kinds overlap, unlike what")
-local = trained["monotonicity_local"].dropna()
-book.glue("top_local", str(local.idxmax()) if len(local) else "none")
-book.glue("top_local_value", local.max() if len(local) else math.nan)
-moved = delta.abs().max(axis=1)
-book.glue("most_moved", str(moved.idxmax()) if moved.notna().any() else "none")
-book.glue("most_moved_value", moved.max() if moved.notna().any() else math.nan)
-rose = delta["monotonicity_local"].dropna()
-book.glue("local_rose", f"{int((rose > 0).sum())} of {len(rose)}")
-book.glue("mean_abs_change", float(delta.abs().stack().mean()) if delta.notna().any().any() else math.nan)
-book.glue("rpel_sym", value(trained, "rpe-learned", "symmetry"))
-book.glue("rpel_sym_init", value(change, "rpe-learned", ("symmetry", "init")))
-book.glue("t5_sym", value(trained, "t5-bias", "symmetry"))
-book.glue("rpes_sym", value(trained, "rpe-sin", "symmetry"))
-book.glue("alibi_mono", value(trained, "alibi", "monotonicity"))
-book.glue("none_ti", value(trained, "none", "translation_invariance"))
 
 # %% [markdown]
 # What the tables show for profile {glue:text}`profile_name`:

@@ -29,20 +29,14 @@
 # came from: without internet access the tasks are packaged offline analogues of the GLUE tasks.
 
 # %% tags=["hide-cell"]
-import math
 import warnings
 
 import matplotlib.pyplot as plt
-import pandas as pd
-import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import book, tables
-from pe_book.chapters import common
-from pe_book.experiments import profiles
-from pe_lib.positions import resolve_variants
-from pe_book.experiments import baselines
+from pe_book import book, plots, tables
+from pe_book.chapters import classification, common
 
 book.record_names(globals())
 
@@ -62,18 +56,11 @@ split: str = "test"  # split whose scores are shown: test or validation
 
 # %% tags=["hide-input"]
 params = book.check_notebook_parameters(globals())
-if split not in ("test", "validation"):
-    raise ValueError(f"split must be 'test' or 'validation', got {split!r}")
 runner = common.open_runner(profile, results)
-names = resolve_variants(variants, runner.profile.variants)
-specs = common.chapter_tasks(tasks, runner.profile.tasks, span=False)
-task_names = list(specs)
-seed_list = list(seeds or runner.profile.seeds)
+result = classification.compute(runner, variants, tasks, seeds, split)
 book.glue("profile_name", profile)
-book.glue("n_seeds", len(seed_list))
-book.glue("n_variants", len(names))
-book.glue("split", split)
-common.data_used(params, runner, specs)
+book.glue_all(result.cited)
+common.data_used(params, runner, result.tasks)
 
 # %% [markdown]
 # ## The tasks
@@ -89,10 +76,7 @@ common.data_used(params, runner, specs)
 # split is carved from the training data.
 
 # %% tags=["hide-input"]
-finetuned, origin, packaged = common.finetuned_with_origins(runner, names, specs, seed_list, split)
-book.glue("packaged_tasks", ", ".join(packaged) if packaged else "none")
-book.glue("hub_tasks", ", ".join(t for t in task_names if t not in packaged) or "none")
-origin.style.set_table_attributes('class="dataframe"')
+result.origin.style.set_table_attributes('class="dataframe"')
 
 # %% [markdown]
 # ## Scores
@@ -115,56 +99,13 @@ origin.style.set_table_attributes('class="dataframe"')
 #   does not clear it has not shown that it uses the position of the words.
 
 # %% tags=["hide-input"]
-kinds = {t: s.meta.kind for t, s in specs.items()}
-records = tables.score_records(finetuned, kinds, split)
-per_seed = tables.per_seed_scores(records, {"average": task_names})
-summary = tables.summarise(per_seed)
-CONSTANT, BOW = baselines.LABELS["constant"], baselines.LABELS["bag of words"]
-baseline_records = tables.score_records(baselines.baseline_payloads(runner, task_names), kinds, split)
-baseline_summary = tables.summarise(tables.per_seed_scores(baseline_records, {"average": task_names}))
-table = pd.concat([summary, baseline_summary])
-book.glue("spread_note", f"each variant was fine-tuned with {len(seed_list)} seeds" if len(seed_list) > 1
-          else "with one seed per variant, as here, the spread is undefined and only the mean is shown")
-tables.style_summary(table, exclude=[CONSTANT, BOW])
+tables.style_summary(result.table, exclude=[classification.CONSTANT, classification.BOW])
 
 # %% tags=["hide-input"]
-best = tables.best_per_column(summary)
-means = summary.xs("mean", axis=1, level=1)
-average = means["average"].dropna().sort_values(ascending=False)
-book.glue("best_average", tables.best_text(best["average"], len(summary)))
-book.glue("best_average_value", average.iloc[0] if len(average) else math.nan)
-book.glue("worst_average", str(average.index[-1]) if len(average) else "none")
-book.glue("worst_average_value", average.iloc[-1] if len(average) else math.nan)
-floor = baseline_summary.xs("mean", axis=1, level=1)
-book.glue("baseline_average", floor.loc[CONSTANT, "average"])
-book.glue("bow_average", floor.loc[BOW, "average"])
-book.glue("above_baseline", f"{int((average > floor.loc[CONSTANT, 'average']).sum())} of {len(average)}")
-book.glue("above_bow", f"{int((average > floor.loc[BOW, 'average']).sum())} of {len(average)}")
-at_chance = [t for t in task_names if not (means[t] > floor.loc[CONSTANT, t]).any()]
-book.glue("at_chance", ", ".join(at_chance) if at_chance else "none")
-below_bow = [t for t in task_names if not (means[t] > floor.loc[BOW, t]).any()]
-book.glue("below_bow", ", ".join(below_bow) if below_bow else "none")
-book.glue("ape_learned_rank", f"{list(average.index).index('ape-learned') + 1} of {len(average)}"
-          if "ape-learned" in average.index else "not run")
-singles = average.reindex([v for v in profiles.SINGLE_PES if v in average.index]).dropna()
-book.glue("best_single", str(singles.idxmax()) if len(singles) else "none")
-combos = average.reindex([v for v in profiles.COMBINATIONS if v in average.index]).dropna()
-book.glue("best_combination", str(combos.idxmax()) if len(combos) else "none")
-per_task_best = "; ".join(f"{t}: {tables.best_text(best[t], len(summary))}" for t in task_names)
-book.glue("per_task_best", per_task_best)
-
-sns.set_theme(style="whitegrid", context="notebook")
-long = per_seed.reset_index().melt(id_vars=["variant", "pretrain_seed", "seed"], var_name="column", value_name="score")
-order = list(average.index) + [v for v in names if v not in average.index]
-fig, axes = plt.subplots(1, len(task_names) + 1, figsize=(2.6 * (len(task_names) + 1) + 2, 0.32 * len(names) + 1.8),
-                         sharey=True, constrained_layout=True, squeeze=False)
-for ax, column in zip(axes.flat, task_names + ["average"]):
-    part = long[long["column"] == column]
-    sns.pointplot(part, x="score", y="variant", order=order, errorbar="sd", linestyle="none", ax=ax,
-                  color="C0", markersize=4)
-    ax.axvline(floor.loc[CONSTANT, column], color="grey", ls="--", lw=0.8)
-    ax.axvline(floor.loc[BOW, column], color="C3", ls=":", lw=1.0)
-    ax.set(title=column, xlabel="score (%)", ylabel="")
+floor = result.floor
+fig = plots.score_panels(result.per_seed, result.tasks + ["average"], result.order(),
+                         [(floor.loc[classification.CONSTANT], plots.BASELINE_STYLE),
+                          (floor.loc[classification.BOW], plots.RULE_STYLE)])
 book.glue("fig_scores", fig)
 plt.close(fig)
 
@@ -200,7 +141,7 @@ plt.close(fig)
 # %% tags=["hide-input"]
 METRICS = {"matthews_correlation": "MCC", "accuracy": "acc.", "f1": "F1", "pearson": "Pearson",
            "spearmanr": "Spearman"}
-(tables.metric_means(pd.concat([records, baseline_records])).rename(columns=METRICS, level=1).style.format("{:.1f}", na_rep="—")
+(tables.metric_means(result.records).rename(columns=METRICS, level=1).style.format("{:.1f}", na_rep="—")
  .set_table_attributes('class="dataframe"'))
 
 # %% [markdown]

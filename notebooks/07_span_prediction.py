@@ -28,20 +28,14 @@
 # reports exact match (EM) and F1 per variant, with their spread over seeds.
 
 # %% tags=["hide-cell"]
-import math
 import warnings
 
 import matplotlib.pyplot as plt
-import pandas as pd
-import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import book, tables
-from pe_book.chapters import common
-from pe_lib.positions import resolve_variants
-from pe_lib import parse_variant
-from pe_book.experiments import baselines
+from pe_book import book, plots, tables
+from pe_book.chapters import common, span_prediction
 
 book.record_names(globals())
 
@@ -58,17 +52,11 @@ split: str = "test"  # split whose scores are shown: test or validation
 
 # %% tags=["hide-input"]
 params = book.check_notebook_parameters(globals())
-if split not in ("test", "validation"):
-    raise ValueError(f"split must be 'test' or 'validation', got {split!r}")
 runner = common.open_runner(profile, results)
-names = resolve_variants(variants, runner.profile.variants)
-specs = common.chapter_tasks(tasks, runner.profile.tasks, span=True)
-task_names = list(specs)
-seed_list = list(seeds or runner.profile.seeds)
+result = span_prediction.compute(runner, variants, tasks, seeds, split)
 book.glue("profile_name", profile)
-book.glue("n_seeds", len(seed_list))
-book.glue("split", split)
-common.data_used(params, runner, specs)
+book.glue_all(result.cited)
+common.data_used(params, runner, result.tasks)
 
 # %% [markdown]
 # ## The tasks
@@ -82,10 +70,7 @@ common.data_used(params, runner, specs)
 # SQuAD numbers.
 
 # %% tags=["hide-input"]
-finetuned, origin, packaged = common.finetuned_with_origins(runner, names, specs, seed_list, split)
-book.glue("packaged_tasks", ", ".join(packaged) if packaged else "none")
-book.glue("hub_tasks", ", ".join(t for t in task_names if t not in packaged) or "none")
-origin.style.set_table_attributes('class="dataframe"')
+result.origin.style.set_table_attributes('class="dataframe"')
 
 # %% [markdown]
 # ## Scores
@@ -108,63 +93,13 @@ origin.style.set_table_attributes('class="dataframe"')
 # rarely an exact answer (EM near 0), but it earns F1 for the words it shares with the answer.
 
 # %% tags=["hide-input"]
-kinds = {t: "span" for t in task_names}
-SHORT = {"exact_match": "EM", "f1": "F1"}
-records = tables.score_records(finetuned, kinds, split)
-per_seed = tables.per_seed_by_metric(records, SHORT).join(
-    tables.per_seed_scores(records, {"average": task_names})[["average"]])
-summary = tables.summarise(per_seed)
-RULES = [baselines.LABELS[name] for name in baselines.SPAN_RULES]
-CONSTANT = baselines.LABELS["constant"]
-baseline_records = tables.score_records(baselines.baseline_payloads(runner, task_names), kinds, split)
-baseline_summary = tables.summarise(tables.per_seed_by_metric(baseline_records, SHORT).join(
-    tables.per_seed_scores(baseline_records, {"average": task_names})[["average"]]))
-book.glue("spread_note", f"each variant was fine-tuned with {len(seed_list)} seeds" if len(seed_list) > 1
-          else "with one seed per variant, as here, the spread is undefined and only the mean is shown")
-tables.style_summary(pd.concat([summary, baseline_summary]), exclude=RULES)
+tables.style_summary(result.table, exclude=span_prediction.RULES)
 
 # %% tags=["hide-input"]
-best = tables.best_per_column(summary)
-means = summary.xs("mean", axis=1, level=1)
-average = means["average"].dropna().sort_values(ascending=False)
-book.glue("best_average", tables.best_text(best["average"], len(summary)))
-book.glue("best_average_value", average.iloc[0] if len(average) else math.nan)
-book.glue("worst_average", str(average.index[-1]) if len(average) else "none")
-book.glue("worst_average_value", average.iloc[-1] if len(average) else math.nan)
-floor = baseline_summary.xs("mean", axis=1, level=1)
-book.glue("baseline_average", floor.loc[CONSTANT, "average"])
-best_rule = floor["average"].idxmax()
-book.glue("best_rule", best_rule.removeprefix("baseline: "))
-book.glue("best_rule_average", floor.loc[best_rule, "average"])
-book.glue("above_rules", f"{int((average > floor['average'].max()).sum())} of {len(average)}")
-unbeaten = [f"{c} ({floor[c].idxmax().removeprefix('baseline: ')}, {floor[c].max():.1f})"
-            for c in per_seed.columns if c != "average" and not (means[c] > floor[c].max()).any()]
-book.glue("rules_unbeaten", "; ".join(unbeaten) if unbeaten else "none")
-book.glue("v2_note", baselines.null_threshold_note(finetuned, means, floor.loc[CONSTANT]))
-book.glue("ape_learned_average", average.get("ape-learned", math.nan))
-book.glue("none_average", average.get("none", math.nan))
-book.glue("none_rank", f"{list(average.index).index('none') + 1} of {len(average)}" if "none" in average.index
-          else "not run")
-rpe_models = [v for v in average.index if parse_variant(v).has_offset_table]
-if "ape-learned" in average.index and rpe_models:
-    book.glue("rpe_above_ape", f"{int((average[rpe_models] > average['ape-learned']).sum())} of {len(rpe_models)}")
-else:
-    book.glue("rpe_above_ape", "none (variants not run)")
-book.glue("per_task_best", "; ".join(f"{c}: {tables.best_text(best[c], len(summary))}"
-                                     for c in per_seed.columns if c != "average"))
-
-sns.set_theme(style="whitegrid", context="notebook")
-long = per_seed.reset_index().melt(id_vars=["variant", "pretrain_seed", "seed"], var_name="column", value_name="score")
-order = list(average.index) + [v for v in names if v not in average.index]
-columns = list(per_seed.columns)
-fig, axes = plt.subplots(1, len(columns), figsize=(2.6 * len(columns) + 2, 0.32 * len(names) + 1.8),
-                         sharey=True, constrained_layout=True, squeeze=False)
-for ax, column in zip(axes.flat, columns):
-    sns.pointplot(long[long["column"] == column], x="score", y="variant", order=order, errorbar="sd",
-                  linestyle="none", ax=ax, color="C2", markersize=4)
-    ax.axvline(floor.loc[CONSTANT, column], color="grey", ls="--", lw=0.8)
-    ax.axvline(floor[column].max(), color="C3", ls=":", lw=1.0)
-    ax.set(title=column, xlabel="score (%)", ylabel="")
+floor, columns = result.floor, list(result.per_seed.columns)
+fig = plots.score_panels(result.per_seed, columns, result.order(),
+                         [(floor.loc[span_prediction.CONSTANT], plots.BASELINE_STYLE),
+                          (floor[columns].max(), plots.RULE_STYLE)], color="C2")
 book.glue("fig_scores", fig)
 plt.close(fig)
 

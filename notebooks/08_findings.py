@@ -37,17 +37,12 @@ import math
 import warnings
 
 import matplotlib.pyplot as plt
-import pandas as pd
 import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_lib import parse_variant
-from pe_book import book, claims, stats, tables
-from pe_book.chapters import common
-from pe_lib.positions import resolve_variants
-from pe_lib.data.tasks import get_task
-from pe_book.experiments.baselines import best_constant_scores
+from pe_book import book, tables
+from pe_book.chapters import common, findings
 
 book.record_names(globals())
 
@@ -69,37 +64,11 @@ alpha: float = 0.05  # significance level of the verdicts (familywise per claim)
 
 # %% tags=["hide-input"]
 params = book.check_notebook_parameters(globals())
-if split not in ("test", "validation"):
-    raise ValueError(f"split must be 'test' or 'validation', got {split!r}")
-if not 0 < alpha < 1:
-    raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
 runner = common.open_runner(profile, results)
-names = resolve_variants(variants, runner.profile.variants)
-specs = {t: get_task(t) for t in runner.profile.tasks}
-classification_tasks = [t for t, s in specs.items() if s.meta.kind != "span"]
-span_tasks = [t for t, s in specs.items() if s.meta.kind == "span"]
-seed_list = list(seeds or runner.profile.seeds)
+result = findings.compute(runner, variants, seeds, split, layer, alpha)
 book.glue("profile_name", profile)
-book.glue("n_seeds", len(seed_list))
-book.glue("seed_design", common.seed_design(runner.profile.with_overrides(seeds=tuple(seed_list)), names))
-book.glue("n_variants", len(names))
-book.glue("split", split)
-book.glue("alpha", alpha)
-book.glue("classification_tasks", ", ".join(classification_tasks) or "none")
-book.glue("span_tasks", ", ".join(span_tasks) or "none")
-common.data_used(params, runner, specs)
-
-# %% tags=["hide-input"]
-payloads = {name: runner.ensure_analysis(name).payload for name in names}
-finetuned = common.finetuned_payloads(runner, names, specs, seed_list)
-kinds = {t: s.meta.kind for t, s in specs.items()}
-groups = {k: v for k, v in {"classification": classification_tasks, "span": span_tasks}.items() if v}
-per_seed = tables.per_seed_scores(tables.score_records(finetuned, kinds, split), groups)
-validation = tables.per_seed_scores(tables.score_records(finetuned, kinds, "validation"), groups)
-baselines = best_constant_scores(runner, list(specs), groups, split)
-scores = tables.summarise(per_seed[list(groups)]).xs("mean", axis=1, level=1)
-indicators = tables.indicator_table(payloads, "trained", "probe", layer)
-correlation = claims.correlations(indicators, scores)
+book.glue_all(result.cited)
+common.data_used(params, runner, runner.profile.tasks)
 
 # %% [markdown]
 # ## Do the indicators predict the scores?
@@ -112,17 +81,9 @@ correlation = claims.correlations(indicators, scores)
 # table gives Spearman's rank correlation $\rho$ across the variants with its two-sided p-value.
 
 # %% tags=["hide-input"]
-def kind(variant):
-    p = parse_variant(variant)
-    if p.absolute and p.relative:
-        return "APE + relative"
-    return "absolute" if p.absolute else "relative" if p.relative else "none"
-
-
-points = indicators.join(scores, how="inner").drop(index="none", errors="ignore")
-points["kind"] = [kind(v) for v in points.index]
+points, correlation = result.points(), result.correlation
 columns = list(tables.PROBE_INDICATORS)
-score_columns = list(scores.columns)
+score_columns = list(result.scores.columns)
 panels = [(score, indicator) for score in score_columns for indicator in columns]
 ncols = 3
 nrows = math.ceil(len(panels) / ncols)
@@ -221,31 +182,15 @@ plt.close(fig)
 # the simulated effects above are measured):
 
 # %% tags=["hide-input"]
-components = stats.variance_table(per_seed, list(groups) + [t for t in span_tasks if t in per_seed.columns])
-(components.style.format({"tau2": "{:.2f}", "fine-tuning": "{:.2f}", "pretraining": "{:.2f}",
-                          "sd of one run": "{:.2f}"}, na_rep="unknown").set_table_attributes('class="dataframe"'))
+(result.variance.style.format({"tau2": "{:.2f}", "fine-tuning": "{:.2f}", "pretraining": "{:.2f}",
+                              "sd of one run": "{:.2f}"}, na_rep="unknown").set_table_attributes('class="dataframe"'))
 
 # %% tags=["hide-input"]
-paper = claims.paper_claims(span_tasks=span_tasks, selection=validation)
-verdicts = stats.assess_claims(paper, per_seed, baselines, alpha)
-indicator_verdicts = claims.assess_indicator_claims(correlation, score_columns, alpha)
 SHOWN = {"claim": "claim", "verdict": "verdict", "quantifier": "quantifier", "comparisons": "n",
          "in claimed direction": "sign as claimed", "decided as claimed": "decided: for",
          "decided against": "decided: against", "mean difference": "mean diff.", "MDE": "MDE",
          "MDE 2x fine-tuning seeds": "MDE, 2x fine-tuning seeds", "MDE 2x pretraining seeds": "MDE, 2x pretraining seeds"}
-all_verdicts = list(verdicts["verdict"]) + list(indicator_verdicts["verdict"])
-count = {label: sum(v.startswith(label) for v in all_verdicts)
-         for label in ("supported", "contradicted", "not decidable", "not tested")}
-for label, n in count.items():
-    book.glue(f"n_{label.replace(' ', '_')}", n)
-book.glue("n_claims", len(all_verdicts))
-undecided = verdicts["MDE"].dropna()
-book.glue("mde_text", (f"from {undecided.min():.1f} to {undecided.max():.1f} points (median {undecided.median():.1f}); "
-                       f"with twice the pretraining seeds the median would be "
-                       f"{verdicts.loc[undecided.index, 'MDE 2x pretraining seeds'].median():.1f}, with twice the "
-                       f"fine-tuning seeds {verdicts.loc[undecided.index, 'MDE 2x fine-tuning seeds'].median():.1f}")
-          if len(undecided) else "not available (no undecided claim with a known variance)")
-(verdicts[list(SHOWN)].rename(columns=SHOWN)
+(result.verdicts[list(SHOWN)].rename(columns=SHOWN)
  .style.format({c: "{:+.2f}" if c == "mean diff." else "{:.1f}" for c in list(SHOWN.values())[-4:]}, na_rep="n/a")
  .set_properties(subset=["claim"], **{"text-align": "left", "min-width": "16em"})
  .set_properties(subset=["verdict"], **{"text-align": "left", "min-width": "9em", "font-weight": "bold"})
@@ -262,7 +207,7 @@ book.glue("mde_text", (f"from {undecided.min():.1f} to {undecided.max():.1f} poi
 # across the $n$ variants and its p-value.
 
 # %% tags=["hide-input"]
-(indicator_verdicts[["claim", "rho", "p", "n", "verdict"]].rename(columns={"rho": "ρ"})
+(result.indicator_verdicts[["claim", "rho", "p", "n", "verdict"]].rename(columns={"rho": "ρ"})
  .style.format({"ρ": "{:+.2f}", "p": "{:.3f}"}, na_rep="n/a")
  .set_properties(subset=["claim"], **{"text-align": "left"}).set_table_attributes('class="dataframe"'))
 
@@ -286,7 +231,6 @@ book.glue("mde_text", (f"from {undecided.min():.1f} to {undecided.max():.1f} poi
 # corrected p within the claim, the outcome, the MDE, and where the variance came from.
 
 # %% tags=["hide-input"]
-details = stats.comparison_table(paper, per_seed, baselines, alpha)
-(details.style.format({"difference": "{:+.2f}", "low": "{:+.2f}", "high": "{:+.2f}", "p": "{:.3f}",
-                       "p (Holm)": "{:.3f}", "MDE": "{:.1f}"}, na_rep="n/a").hide(axis="index")
+(result.details.style.format({"difference": "{:+.2f}", "low": "{:+.2f}", "high": "{:+.2f}", "p": "{:.3f}",
+                              "p (Holm)": "{:.3f}", "MDE": "{:.1f}"}, na_rep="n/a").hide(axis="index")
  .set_table_attributes('class="dataframe"'))

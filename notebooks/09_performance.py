@@ -26,14 +26,12 @@
 # reads the benchmark's JSON output; `make bench` writes it anew.
 
 # %% tags=["hide-cell"]
-import json
-from pathlib import Path
-
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from pe_book import bench, book
+from pe_book import book
+from pe_book.chapters import performance
 
 book.record_names(globals())
 
@@ -45,18 +43,8 @@ bench_json: str = "results/bench.json"  # output of `make bench` (python -m pe_b
 
 # %% tags=["hide-input"]
 params = book.check_notebook_parameters(globals())
-path = Path(bench_json)
-if not path.exists():
-    raise FileNotFoundError(f"{bench_json} not found: run `make bench` (python -m pe_book.bench --json {bench_json})")
-result = json.loads(path.read_text())
-machine = result["machine"]
-book.glue("machine_cpu", machine["cpu"])
-book.glue("machine_cores", machine["cores"])
-book.glue("machine_threads", machine["torch_threads"])
-book.glue("torch_version", machine["versions"]["torch"])
-book.glue("transformers_version", machine["versions"]["transformers"])
-book.glue("bench_created", result["created"])
-book.glue("bench_commit", result["git_commit"][:12])
+result = performance.compute(bench_json)
+book.glue_all(result.cited)
 pd.DataFrame({"value": params})
 
 # %% [markdown]
@@ -67,17 +55,14 @@ pd.DataFrame({"value": params})
 #
 # ## Against HuggingFace BERT
 #
-# The configuration is 4 layers, hidden size 256, 4 heads, a vocabulary of 8,000 and an MLM batch
-# with 15% of the tokens masked. Where pe_lib saves work: vocabulary logits only at the masked
+# The configuration is {glue:text}`bench_config`; 15% of the tokens of a batch are masked.
+# Where pe_lib saves work: vocabulary logits only at the masked
 # positions, one fused q/k/v projection, and a dropout mask drawn from 16-bit random integers, two
 # from every 32-bit random word (half the random draws of `F.dropout`; the drop rate is $p$ rounded
 # to a multiple of $2^{-16}$).
 
 # %% tags=["hide-input"]
-hf = pd.DataFrame(result["hf"])
-for row in hf.itertuples():
-    book.glue(f"speedup_{row.seq}_{row.dtype}", row.speedup)
-table = hf.rename(columns={"pe_lib_tok_s": "pe_lib tokens/s", "hf_tok_s": "HF tokens/s", "speedup": "speedup (x)"})
+table = result.hf.rename(columns={"pe_lib_tok_s": "pe_lib tokens/s", "hf_tok_s": "HF tokens/s", "speedup": "speedup (x)"})
 table.style.format({"pe_lib tokens/s": "{:,.0f}", "HF tokens/s": "{:,.0f}", "speedup (x)": "{:.2f}"}).hide(axis="index")
 
 # %% [markdown]
@@ -87,7 +72,7 @@ table.style.format({"pe_lib tokens/s": "{:,.0f}", "HF tokens/s": "{:,.0f}", "spe
 # ## Every position embedding against `ape-learned`
 
 # %% tags=["hide-input"]
-variants = pd.DataFrame(result["variants"])
+variants = result.variants
 sns.set_theme(style="whitegrid", context="notebook")
 fig, ax = plt.subplots(figsize=(10, 4), constrained_layout=True)
 sns.barplot(variants, x="variant", y="relative_to_ape_learned", hue="seq", ax=ax, palette="Blues")
@@ -97,10 +82,6 @@ ax.tick_params(axis="x", rotation=45)
 ax.legend(title="tokens")
 book.glue("fig_variants", fig)
 plt.close(fig)
-worst = variants.loc[variants.groupby("seq")["relative_to_ape_learned"].idxmax()]
-for row in worst.itertuples():
-    book.glue(f"worst_variant_{row.seq}", row.variant)
-    book.glue(f"worst_ratio_{row.seq}", row.relative_to_ape_learned)
 
 # %% [markdown]
 # ```{glue:figure} fig_variants
@@ -122,7 +103,7 @@ for row in worst.itertuples():
 # (tested to $10^{-5}$); each measurement runs in its own process, so that its peak memory is its own.
 
 # %% tags=["hide-input"]
-relative = pd.DataFrame(result["relative"])
+relative = result.relative
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), constrained_layout=True)
 for ax, (key, label) in zip(axes, (("s", "seconds (forward + backward)"), ("peak_mib", "peak memory (MiB)"))):
     ax.plot(relative["seq"], relative[f"pe_lib_{key}"], marker="o", label="pe_lib (gather)")
@@ -131,10 +112,6 @@ for ax, (key, label) in zip(axes, (("s", "seconds (forward + backward)"), ("peak
     ax.legend()
 book.glue("fig_relative", fig)
 plt.close(fig)
-last = relative.iloc[-1]
-book.glue("relative_seq", int(last["seq"]))
-book.glue("relative_memory_ratio", last["memory_ratio"])
-book.glue("relative_time_ratio", last["time_ratio"])
 
 # %% [markdown]
 # ```{glue:figure} fig_relative
@@ -156,25 +133,20 @@ book.glue("relative_time_ratio", last["time_ratio"])
 # square matmul in the same dtype on the same machine.
 
 # %% tags=["hide-input"]
-mfu = pd.DataFrame(result["mfu"])
-for row in mfu.itertuples():
-    book.glue(f"mfu_{row.dtype}", 100 * row.mfu)
-    book.glue(f"tokens_per_s_{row.dtype}", row.tokens_per_s)
+mfu = result.mfu
 mfu.assign(mfu=100 * mfu["mfu"]).rename(columns={"mfu": "MFU (%)", "tokens_per_s": "tokens/s"}).style.format(
     {"tokens/s": "{:,.0f}", "achieved_tflops": "{:.3f}", "peak_tflops": "{:.3f}", "MFU (%)": "{:.1f}"}).hide(axis="index")
 
 # %% [markdown]
 # The cpu profile's model reaches {glue:text}`mfu_bf16:.1f`% of the bf16 matmul peak
 # ({glue:text}`tokens_per_s_bf16:,.0f` tokens/s) and {glue:text}`mfu_fp32:.1f`% of the fp32 peak.
-# Its matrices are small (hidden size 128), so a step is many small matmuls plus element-wise work
+# Its matrices are small (hidden size {glue:text}`mfu_hidden`), so a step is many small matmuls plus element-wise work
 # that the peak measurement does not have.
 #
 # ## The smoke pipeline
 
 # %% tags=["hide-input"]
-smoke = result.get("smoke", {})
-book.glue("smoke_minutes", smoke.get("end_to_end_s", float("nan")) / 60)
-pd.DataFrame({"seconds": smoke}).style.format("{:.1f}")
+pd.DataFrame({"seconds": result.smoke}).style.format("{:.1f}")
 
 # %% [markdown]
 # `pe-lib run --profile smoke` (all of the profile's variants and tasks, fresh results and work
@@ -183,7 +155,7 @@ pd.DataFrame({"seconds": smoke}).style.format("{:.1f}")
 #
 # ## What bounds the speed-up over HuggingFace
 #
-# Where a training step's time goes (128 tokens, the configuration of the comparison above), from
+# Where a training step's time goes ({glue:text}`profile_seq` tokens, the configuration of the comparison above), from
 # torch's profiler: the share of the forward and backward operators' time by category. Shares,
 # not times, because the profiler's own overhead inflates every operator. Beside them, pe_lib's
 # *matmul floor*: the time that exactly the matmuls of its step take when each shape runs alone
@@ -192,7 +164,7 @@ pd.DataFrame({"seconds": smoke}).style.format("{:.1f}")
 # HuggingFace's step time divided by the floor is the largest speed-up within reach.
 
 # %% tags=["hide-input"]
-profile = pd.DataFrame(result.get("profile", []))
+profile = result.profile
 if len(profile):
     shares = pd.DataFrame(list(profile["shares"])).mul(100).set_index(profile["model"] + " " + profile["dtype"])
     fig, ax = plt.subplots(figsize=(8, 2.8), constrained_layout=True)
@@ -201,18 +173,7 @@ if len(profile):
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, frameon=False)
     book.glue("fig_profile", fig)
     plt.close(fig)
-    ours = profile[profile["model"] == "pe_lib"].set_index("dtype")
-    theirs = profile[profile["model"] == "hf"].set_index("dtype")
-    for dtype in ours.index:
-        book.glue(f"floor_ms_{dtype}", ours.loc[dtype, "matmul_floor_ms"])
-        book.glue(f"step_ms_{dtype}", ours.loc[dtype, "step_ms"])
-        book.glue(f"hf_half_ms_{dtype}", theirs.loc[dtype, "step_ms"] / 2)
-        book.glue(f"max_speedup_{dtype}", ours.loc[dtype, "max_speedup"])
-        book.glue(f"matmul_share_{dtype}", 100 * ours.loc[dtype, "matmul_floor_ms"] / ours.loc[dtype, "step_ms"])
-    floor_table = ours[["step_ms", "matmul_floor_ms", "max_speedup"]].assign(hf_step_ms=theirs["step_ms"])
-else:
-    floor_table = pd.DataFrame({"note": ["no profile section in this benchmark run: python -m pe_book.bench --sections profile"]})
-floor_table
+result.floor
 
 # %% [markdown]
 # ```{glue:figure} fig_profile
@@ -235,8 +196,7 @@ floor_table
 # ## Targets
 
 # %% tags=["hide-input"]
-targets = pd.DataFrame(bench.targets(result))
-targets.style.format({"measured": "{:.3f}", "short by": "{:.1%}"}, na_rep="—").hide(axis="index")
+result.targets.style.format({"measured": "{:.3f}", "short by": "{:.1%}"}, na_rep="—").hide(axis="index")
 
 # %% [markdown]
 # Each target is checked on the worst matching measurement; "short by" is how far a missed one is

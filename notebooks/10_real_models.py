@@ -35,18 +35,14 @@
 # Colab) they are loaded from the HuggingFace hub, offline they are reported as skipped.
 
 # %% tags=["hide-cell"]
-import math
 import warnings
 
 import matplotlib.pyplot as plt
-import pandas as pd
-import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import book
-from pe_book.chapters import common
-from pe_lib import pretrained_pes as pes
+from pe_book import book, plots
+from pe_book.chapters import common, real_models
 
 book.record_names(globals())
 
@@ -72,23 +68,9 @@ window: int = 8  # offsets 1..window for local monotonicity and the near cosine
 # %% tags=["hide-input"]
 params = book.check_notebook_parameters(globals())
 runner = common.open_runner(profile, results)
-names = pes.ape_variants(variants, runner.profile.variants)
-loaded = pes.load_models(models)
-real = [m for m in loaded if m.matrix is not None]
-skipped = [m for m in loaded if m.skipped]
-grams = {m.name: pes.gram(m.matrix, length) for m in real}
-project = pes.variant_grams(runner, names, length)
-rows = pes.indicator_rows({**grams, **project}, window)
+result = real_models.compute(runner, models, variants, length, window)
 book.glue("profile_name", profile)
-book.glue("length", length)
-book.glue("window", window)
-book.glue("n_real", len(real))
-book.glue("n_project", len(project))
-book.glue("project_positions", min((g.shape[0] for g in project.values()), default=0))
-reasons = {}  # one reason, the models it skipped
-for m in skipped:
-    reasons.setdefault(m.reason, []).append(m.name)
-book.glue("skipped_text", "; ".join(f"{', '.join(names)} ({reason})" for reason, names in reasons.items()) or "none")
+book.glue_all(result.cited)
 common.data_used(params, runner)
 
 # %% [markdown]
@@ -104,27 +86,11 @@ common.data_used(params, runner)
 # {glue:text}`skipped_text`.
 
 # %% tags=["hide-input"]
-provenance = pd.DataFrame(
-    {m.info.title: {"architecture": m.info.architecture, "tensor": m.info.tensor,
-                    "positions (rows dropped)": f"{m.info.positions} ({m.info.offset})",
-                    "position ids": m.info.offset_note, "from": "; ".join(m.info.provenance)} for m in real}
-).T.rename_axis("model")
-provenance.style.set_caption("Provenance of each real model's position matrix").set_table_attributes('class="dataframe"')
+result.provenance.style.set_caption("Provenance of each real model's position matrix").set_table_attributes('class="dataframe"')
 
 # %% tags=["hide-input"]
-maps = [(m.info.title.split("/")[-1], grams[m.name]) for m in real] + [(f"this project: {v}", g) for v, g in project.items()]
-ncols = 4
-nrows = max(1, math.ceil(len(maps) / ncols))
-fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 3.3 * nrows), constrained_layout=True, squeeze=False)
-for ax, (title, phi) in zip(axes.flat, maps):
-    # robust: colours span the 2nd-98th percentiles, so one long vector (p_0) does not darken the rest
-    sns.heatmap(phi, ax=ax, cmap="viridis", robust=True, square=True, cbar=False, xticklabels=False,
-                yticklabels=False)
-    ax.set_title(title, fontsize=8)
-    ax.set_xlabel("position y", fontsize=7)
-    ax.set_ylabel("position x", fontsize=7)
-for ax in axes.flat[len(maps):]:
-    ax.set_axis_off()
+# robust: colours span the 2nd-98th percentiles, so one long vector (p_0) does not darken the rest
+fig = plots.heatmaps(result.maps(), ncols=4, size=3.25, title_size=8, robust=True, axis_labels=("position y", "position x"))
 book.glue("fig_real_maps", fig)
 plt.close(fig)
 
@@ -151,18 +117,9 @@ plt.close(fig)
 # unshiftable `[CLS]` position, which TUPE {cite}`ke2021rethinking` unties from the others.
 
 # %% tags=["hide-input"]
-table = pd.DataFrame.from_dict(rows, orient="index").rename_axis("model")
-table.insert(0, "kind", ["real" if n in grams else "this project" for n in table.index])
-real_names, project_names = list(grams), list(project)
-for column, key in (("monotonicity_local", "local"), ("monotonicity", "mono"), ("translation_invariance", "ti"),
-                    ("contrast", "contrast"), ("first_norm_ratio", "first")):
-    for group, members in (("real", real_names), ("project", project_names)):
-        for stat, value in pes.extremes(rows, members, column).items():
-            book.glue(f"{key}_{group}_{stat}", value)
-book.glue("symmetry_min", float(table["symmetry"].min()) if len(table) else math.nan)
 SHORT = {"monotonicity": "mono.", "monotonicity_local": "local mono.", "translation_invariance": "transl. inv.",
          "symmetry": "symmetry", "contrast": "contrast", "first_norm_ratio": "|p0| / median"}
-(table.rename(columns=SHORT).style.format({v: "{:.3f}" for v in SHORT.values()} | {"positions": "{:.0f}"}, na_rep="n/a")
+(result.table.rename(columns=SHORT).style.format({v: "{:.3f}" for v in SHORT.values()} | {"positions": "{:.0f}"}, na_rep="n/a")
  .set_caption("Indicators of p_x · p_y: real models and this project's pretrained APEs")
  .set_table_attributes('class="dataframe"'))
 

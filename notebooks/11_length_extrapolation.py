@@ -44,20 +44,15 @@
 # models, a different setting.
 
 # %% tags=["hide-cell"]
-import math
 import warnings
 
 import matplotlib.pyplot as plt
-import pandas as pd
 import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_lib import extrapolation
 from pe_book import book
-from pe_book.chapters import common
-from pe_lib.positions import resolve_variants
-from pe_lib.positions import parse_variant
+from pe_book.chapters import common, length_extrapolation
 
 book.record_names(globals())
 
@@ -76,27 +71,10 @@ results: str = "results"  # folder of the artifact store
 # %% tags=["hide-input"]
 params = book.check_notebook_parameters(globals())
 runner = common.open_runner(profile, results)
-names = resolve_variants(variants, runner.profile.variants)  # raises on an unknown variant
+result = length_extrapolation.compute(runner, variants)
 book.glue("profile_name", profile)
-book.glue("n_variants", len(names))
+book.glue_all(result.cited)
 common.data_used(params, runner)
-
-# %% tags=["hide-input"]
-artifacts = {name: runner.ensure_extrapolation(name) for name in names}
-payloads = {name: a.payload for name, a in artifacts.items()}
-first = next(iter(payloads.values()))
-config = next(iter(artifacts.values())).provenance["config"]
-lengths = [r["length"] for r in first["records"]]
-book.glue("train_length", first["train_length"])
-book.glue("lengths", ", ".join(map(str, lengths[:-1])) + f" and {lengths[-1]}" if len(lengths) > 1 else str(lengths[0]))
-book.glue("max_positions", runner.profile.model["max_position_embeddings"])
-book.glue("stream_tokens", first["stream_tokens"])
-book.glue("scored_tokens", first["scored_tokens"])
-book.glue("bucket", first["bucket"])
-book.glue("precision", ", ".join(sorted({p["precision"] for p in payloads.values()})))
-book.glue("seed", config["seed"])
-book.glue("mask_percent", 100 * runner.profile.pretrain.mask_prob)
-book.glue("wall_s", sum(a.provenance["wall_s"] for a in artifacts.values()))
 
 # %% [markdown]
 # ## How the loss is measured
@@ -116,15 +94,7 @@ book.glue("wall_s", sum(a.provenance["wall_s"] for a in artifacts.values()))
 # ## Loss at each length
 
 # %% tags=["hide-input"]
-table = extrapolation.loss_table(payloads)
-multipliers = list(table["loss"].columns)
-if "1x" not in multipliers:
-    raise ValueError(f"this chapter compares with the pretraining length: the profile's extrapolation_multipliers "
-                     f"must include 1, got {multipliers}")
-longest = multipliers[-1]
-change = extrapolation.degradation(table)  # loss at the longest length - loss at 1x, smallest first
-shown = pd.concat([table["loss"].add_prefix("loss "), change.reindex(table.index).rename(f"change {longest} - 1x"),
-                   table["perplexity"].add_prefix("perplexity ")], axis=1)
+shown = result.shown()
 formats = {c: "{:,.1f}" if c.startswith("perplexity") else "{:+.3f}" if c.startswith("change") else "{:.3f}"
            for c in shown.columns}
 shown.style.format(formats, na_rep="cannot run").set_table_attributes('class="dataframe"')
@@ -135,44 +105,7 @@ shown.style.format(formats, na_rep="cannot run").set_table_attributes('class="da
 # listed below (the table is empty when every variant ran at every length).
 
 # %% tags=["hide-input"]
-reasons = extrapolation.cannot_run(payloads)
-book.glue("n_cannot_run", reasons["variant"].nunique())
-book.glue("cannot_run_list", ", ".join(dict.fromkeys(reasons["variant"])) or "none")
-reasons.style.hide(axis="index").set_table_attributes('class="dataframe"')
-
-# %% tags=["hide-input"]
-ranked_1x = table[("loss", "1x")].dropna().sort_values()
-book.glue("longest", longest)
-book.glue("best_1x", str(ranked_1x.index[0]))
-book.glue("best_1x_loss", ranked_1x.iloc[0])
-book.glue("n_all_lengths", len(change))
-book.glue("least_change_variant", str(change.index[0]) if len(change) else "none")
-book.glue("least_change", change.iloc[0] if len(change) else math.nan)
-book.glue("most_change_variant", str(change.index[-1]) if len(change) else "none")
-book.glue("most_change", change.iloc[-1] if len(change) else math.nan)
-
-
-def change_text(variant: str, at: str = longest) -> str:
-    """The change of ``variant``'s loss from 1x to ``at`` in nats, or why there is none."""
-    if variant not in table.index:
-        return "not run"
-    value = table.loc[variant, ("loss", at)] - table.loc[variant, ("loss", "1x")]
-    return "cannot run" if math.isnan(value) else f"{value:+.3f}"
-
-
-def rank_text(variant: str) -> str:
-    """'k of n: change' in the ranking by change to the longest length (1: the smallest)."""
-    if variant not in change.index:
-        return change_text(variant)
-    return f"{list(change.index).index(variant) + 1} of {len(change)}: {change_text(variant)}"
-
-
-book.glue("none_change", change_text("none"))
-for variant in ("alibi", "ape-sin", "rpe-learned", "rope", "t5-bias"):
-    book.glue(f"rank_{variant.replace('-', '_')}", rank_text(variant))
-second = "2x" if "2x" in multipliers else multipliers[min(1, len(multipliers) - 1)]
-book.glue("second", second)
-book.glue("ape_learned_2x_change", change_text("ape-learned", second))
+result.cannot_run.style.hide(axis="index").set_table_attributes('class="dataframe"')
 
 # %% [markdown]
 # Of the {glue:text}`n_all_lengths` variants that ran at every length, the change of the loss
@@ -191,8 +124,9 @@ book.glue("ape_learned_2x_change", change_text("ape-learned", second))
 # {numref}`fig-extrapolation-lengths` draws the table.
 
 # %% tags=["hide-input"]
+table, multipliers = result.table, result.multipliers
 sns.set_theme(style="whitegrid", context="notebook")
-palette = dict(zip(names, sns.color_palette("tab20", len(names))))
+palette = dict(zip(result.names, sns.color_palette("tab20", len(result.names))))
 long = table["loss"].reset_index().melt(id_vars="variant", var_name="length", value_name="loss")
 long["multiplier"] = long["length"].str.rstrip("x").astype(float)
 long["change"] = long["loss"] - long["variant"].map(table[("loss", "1x")])
@@ -229,21 +163,8 @@ plt.close(fig)
 # the position remains; bands are ± one standard error (tokens counted as independent).
 
 # %% tags=["hide-input"]
-buckets = extrapolation.bucket_frame(payloads)
-
-
-def family(variant: str) -> str:
-    """The panel of a variant: what kind of position information it has."""
-    parsed = parse_variant(variant)
-    if parsed.relative is None:
-        return "no PE or APE only"
-    if parsed.absolute is not None:
-        return "APE + relative"
-    return "RPE (Shaw / NEZHA)" if parsed.has_offset_table else "RoPE, ALiBi, T5 bias"
-
-
-panels = [f for f in ("no PE or APE only", "RPE (Shaw / NEZHA)", "APE + relative", "RoPE, ALiBi, T5 bias")
-          if f in set(map(family, buckets["variant"]))]
+buckets, family = result.buckets, length_extrapolation.family
+panels = [f for f in length_extrapolation.FAMILIES if f in set(map(family, buckets["variant"]))]
 fig, axes = plt.subplots(2, max(1, len(panels)), figsize=(4.2 * max(1, len(panels)) + 1.5, 7.5), sharex=True,
                          sharey="row", constrained_layout=True, squeeze=False)
 for column, panel in enumerate(panels):
@@ -254,7 +175,7 @@ for column, panel in enumerate(panels):
             ax.plot(part["centre"], part[value], marker="o", markersize=3, color=palette[variant], label=variant)
             ax.fill_between(part["centre"], part[value] - spread, part[value] + spread, color=palette[variant],
                             alpha=0.2, lw=0)
-        ax.axvline(first["train_length"] - 0.5, color="grey", lw=0.8, ls="--")
+        ax.axvline(result.train_length - 0.5, color="grey", lw=0.8, ls="--")
         if value == "change":
             ax.axhline(0, color="grey", lw=0.8)
         ax.set(title=panel if row == 0 else "", xlabel="position in the input" if row else "",
@@ -262,15 +183,6 @@ for column, panel in enumerate(panels):
     axes[0, column].legend(fontsize="x-small", loc="best")
 book.glue("fig_positions", fig)
 plt.close(fig)
-
-split = extrapolation.inside_beyond(payloads)
-order = split["change beyond"].dropna().sort_values()
-book.glue("n_split", len(order))
-book.glue("largest_jump_variant", str(order.index[-1]) if len(order) else "none")
-book.glue("largest_jump", order.iloc[-1] if len(order) else math.nan)
-book.glue("smallest_jump_variant", str(order.index[0]) if len(order) else "none")
-book.glue("smallest_jump", order.iloc[0] if len(order) else math.nan)
-book.glue("none_jump", f"{split.loc['none', 'change beyond']:+.3f}" if "none" in split.index else "not run")
 
 # %% [markdown]
 # ```{glue:figure} fig_positions
@@ -293,7 +205,7 @@ book.glue("none_jump", f"{split.loc['none', 'change beyond']:+.3f}" if "none" in
 # more context than in pretraining (to their right), so their change need not be zero either.
 
 # %% tags=["hide-input"]
-(split.sort_values("change beyond").style.format("{:.3f}", subset=["loss inside", "loss beyond"])
+(result.split.sort_values("change beyond").style.format("{:.3f}", subset=["loss inside", "loss beyond"])
  .format("{:+.3f}", subset=["change inside", "change beyond"]).format("{:.3f}", subset=["change beyond se"])
  .set_table_attributes('class="dataframe"'))
 

@@ -49,15 +49,11 @@
 import warnings
 
 import matplotlib.pyplot as plt
-import pandas as pd
-import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import book, claims, tables
-from pe_book.chapters import common
-from pe_lib.positions import resolve_variants
-from pe_book.experiments.baselines import best_constant_scores
+from pe_book import book, plots, tables
+from pe_book.chapters import cls_untying, common
 
 book.record_names(globals())
 
@@ -79,26 +75,11 @@ split: str = "test"  # split whose scores are shown: test or validation
 
 # %% tags=["hide-input"]
 params = book.check_notebook_parameters(globals())
-if split not in ("test", "validation"):
-    raise ValueError(f"split must be 'test' or 'validation', got {split!r}")
 runner = common.open_runner(profile, results)
-names = resolve_variants(variants, runner.profile.variants)
-pairs = claims.untying_pairs(names)
-if not pairs:
-    raise ValueError(f"no '+untie-cls' variant with its tied counterpart among {names}; "
-                     "add e.g. 'rpe-learned' and 'rpe-learned+untie-cls' to variants")
-reference = resolve_variants([reference], [])[0]
-compared = list(dict.fromkeys([reference, *pairs.values(), *pairs]))
-all_tasks = list(tasks or runner.profile.tasks)
-groups = {"classification": common.chapter_tasks([], all_tasks, span=False),
-          "span": common.chapter_tasks([], all_tasks, span=True)}
-seed_list = list(seeds or runner.profile.seeds)
+result = cls_untying.compute(runner, variants, reference, tasks, seeds, split)
 book.glue("profile_name", profile)
-book.glue("reference", reference)
-book.glue("n_seeds", len(seed_list))
-book.glue("seed_design", common.seed_design(runner.profile.with_overrides(seeds=tuple(seed_list)), compared))
-book.glue("pairs_text", "; ".join(f"{u} against {t}" for u, t in pairs.items()))
-common.data_used(params, runner, all_tasks)
+book.glue_all(result.cited)
+common.data_used(params, runner, result.tasks)
 
 # %% [markdown]
 # ## Scores
@@ -110,18 +91,7 @@ common.data_used(params, runner, all_tasks)
 # {ref}`classification`), with {glue:text}`seed_design`.
 
 # %% tags=["hide-input"]
-per_seed_parts = []
-for group, specs in groups.items():
-    if not specs:
-        continue
-    finetuned, _, _ = common.finetuned_with_origins(runner, compared, specs, seed_list, split)
-    records = tables.score_records(finetuned, {t: s.meta.kind for t, s in specs.items()}, split)
-    per_seed_parts.append(tables.per_seed_scores(records, {group: list(specs)}))
-per_seed = pd.concat(per_seed_parts, axis=1)
-baselines = best_constant_scores(runner, [t for specs in groups.values() for t in specs],
-                                 {group: list(specs) for group, specs in groups.items() if specs}, split)
-summary = tables.summarise(per_seed).reindex(compared)
-tables.style_summary(summary)
+tables.style_summary(result.summary)
 
 # %% [markdown]
 # ## Does untying close the gap?
@@ -137,33 +107,15 @@ tables.style_summary(summary)
 # reference, and **widens** it when the untied variant is shown behind the tied one.
 
 # %% tags=["hide-input"]
-gap_tables = {group: claims.cls_gap(per_seed, reference, pairs, group, baselines)
-              for group in ("classification", "span") if group in per_seed.columns}
-gap = pd.concat(gap_tables, names=["average"])
+gap = result.gaps
 (gap.style.format({c: "{:.1f}" for c in gap.columns if gap[c].dtype.kind == "f" and c != "share closed"}
                   | {"share closed": "{:.0%}"}, na_rep="—").set_table_attributes('class="dataframe"'))
 
 # %% tags=["hide-input"]
-classification = gap_tables["classification"]
-book.glue("cls_conclusions", "; ".join(f"{u}: {row['conclusion']}" for u, row in classification.iterrows()))
-book.glue("cls_gap_before", "; ".join(f"{row['gap before']:+.1f} points for {row['tied']}"
-                                      for _, row in classification.iterrows()))
-book.glue("cls_gap_after", "; ".join(f"{row['gap after']:+.1f} for {u}" for u, row in classification.iterrows()))
-span_text = ("; ".join(f"{row['untied score'] - row['tied score']:+.1f} points for {u} ({row['untying helps']})"
-                       for u, row in gap_tables["span"].iterrows()) if "span" in gap_tables else "not run")
-book.glue("span_change", span_text)
-
-sns.set_theme(style="whitegrid", context="notebook")
-columns = [c for c in ("classification", "span") if c in per_seed.columns]
-long = per_seed[columns].reset_index().melt(id_vars=["variant", "pretrain_seed", "seed"], var_name="average", value_name="score")
-fig, axes = plt.subplots(1, len(columns), figsize=(4.2 * len(columns) + 1.5, 0.45 * len(compared) + 1.6),
-                         sharey=True, constrained_layout=True, squeeze=False)
-for ax, column in zip(axes.flat, columns):
-    part = long[long["average"] == column]
-    sns.pointplot(part, x="score", y="variant", order=compared, errorbar="sd", linestyle="none", ax=ax,
-                  color="C0", markersize=5)
-    ax.axvline(summary.loc[reference, (column, "mean")], color="C3", ls="--", lw=0.9)
-    ax.set(title=f"{column} average", xlabel="score (%)", ylabel="")
+columns = [c for c in ("classification", "span") if c in result.per_seed.columns]
+reference_line = {c: result.summary.loc[result.reference, (c, "mean")] for c in columns}
+fig = plots.score_panels(result.per_seed, columns, result.compared, [(reference_line, {"color": "C3", "ls": "--", "lw": 0.9})],
+                         title="{} average", row_height=0.45, width=4.2)
 book.glue("fig_cls_gap", fig)
 plt.close(fig)
 
@@ -188,15 +140,7 @@ plt.close(fig)
 # and head after pretraining (one per layer for the RPEs, whose modules are per layer).
 
 # %% tags=["hide-input"]
-rows = []
-for untied in pairs:
-    theta = runner.ensure_analysis(untied).arrays["trained.untie_theta"].astype(float)  # (L, h)
-    rows += [{"variant": untied, "layer": layer, "head": head, "theta_2 (words -> [CLS])": value}
-             for layer, values in enumerate(theta) for head, value in enumerate(values)]
-thetas = pd.DataFrame(rows).set_index(["variant", "layer", "head"])
-book.glue("theta2_mean", float(thetas["theta_2 (words -> [CLS])"].mean()))
-book.glue("theta2_range", f"{thetas.iloc[:, 0].min():+.3f} to {thetas.iloc[:, 0].max():+.3f}")
-thetas.style.format("{:+.3f}").set_table_attributes('class="dataframe"')
+result.thetas.style.format("{:+.3f}").set_table_attributes('class="dataframe"')
 
 # %% [markdown]
 # Over variants, layers and heads, $\theta_2$ ranges from {glue:text}`theta2_range` (mean

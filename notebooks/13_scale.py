@@ -32,19 +32,15 @@
 #   least 10 points (the bag-of-words baseline beside it).
 
 # %% tags=["hide-cell"]
-import math
 import warnings
 
 import matplotlib.pyplot as plt
-import pandas as pd
 import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
 from pe_book import book
-from pe_book.chapters import common
-from pe_lib.positions import resolve_variants
-from pe_book.experiments import scale
+from pe_book.chapters import common, scale
 
 book.record_names(globals())
 
@@ -68,29 +64,10 @@ finetune_screen: str = "studies/finetune_screen/results.jsonl"  # the fine-tunin
 # %% tags=["hide-cell"]
 params = book.check_notebook_parameters(globals())
 runner = common.open_runner(profile, results)
-study_variants = [v for v in ("none", "ape-learned", "rpe-learned", "ape-sin-learned") if v in runner.profile.variants]
-names = resolve_variants(variants, study_variants)  # raises on an unknown variant
-specs = common.chapter_tasks(tasks, runner.profile.tasks, span=False)
-study = scale.compute(runner, names, list(specs))
-cfg = runner.profile.pretrain
+study = scale.compute(runner, variants, tasks)
 book.glue("profile_name", profile)
-book.glue("study_variants", ", ".join(names))
-book.glue("study_tasks", ", ".join(specs))
-book.glue("stored", study.stored)
-book.glue("planned", study.planned)
-book.glue("budgets", ", ".join(f"{s * cfg.batch_size * runner.profile.seq_len:,}" for s in cfg.budgets))
-book.glue("schedule", cfg.schedule)
-model_config = runner.model_config(names[0])  # the settings every variant of the profile shares
-book.glue("layer_norm", model_config.layer_norm)
-book.glue("seq_len", runner.profile.seq_len)
-book.glue("lr", cfg.lr)
-book.glue("dropout", model_config.hidden_dropout_prob)
-book.glue("mask_prob", cfg.mask_prob)
-book.glue("position_init_std", model_config.position_init_std if model_config.position_init_std is not None
-          else model_config.initializer_range)
-book.glue("threshold", scale.DIAGONAL_THRESHOLD)
-book.glue("margin", scale.CHANCE_MARGIN)
-common.data_used(params, runner, specs)
+book.glue_all(study.cited)
+common.data_used(params, runner, study.tasks)
 
 # %% [markdown]
 # ## The recipe, and what was tried
@@ -148,13 +125,8 @@ screened.style.format({"peak lr": "{:g}", "warm-up": "{:g}", "masking": "{:.2f}"
 # The table gives each run's test score (the mean of the task's metrics, in percent).
 
 # %% tags=["hide-input"]
-tuned = scale.finetune_screen(finetune_screen)
-scores = tuned.pivot_table(index="recipe", columns=["task", "variant"], values="test", sort=False)
-examples = tuned.groupby(["recipe", "task"], sort=False)["training examples"].first().unstack()
-examples.columns = pd.MultiIndex.from_tuples([(task, "training examples") for task in examples.columns])
-screen_table = pd.concat([scores, examples], axis=1).sort_index(axis=1, level=0, sort_remaining=False)
-best = tuned.loc[tuned.groupby("task")["test"].idxmax()]
-book.glue("screen_best", "; ".join(f"{r.task} {r.test:.1f} with {r['training examples']:,} examples" for _, r in best.iterrows()))
+screen_table, screen_best = scale.finetune_screen_table(scale.finetune_screen(finetune_screen))
+book.glue("screen_best", screen_best)
 screen_table.style.format({c: "{:,.0f}" if c[1] == "training examples" else "{:.1f}" for c in screen_table.columns}
                           ).set_table_attributes('class="dataframe"')
 
@@ -182,6 +154,7 @@ models.style.format({"tokens": "{:,.0f}", "validation_loss": "{:.3f}", "monotoni
 
 # %% tags=["hide-input"]
 sns.set_theme(style="whitegrid", context="notebook")
+names = study.variants
 palette = dict(zip(names, sns.color_palette("tab10", len(names))))
 fig, axes = plt.subplots(1, 3, figsize=(15, 4.2), constrained_layout=True)
 for variant, part in models.groupby("variant", sort=False):
@@ -202,17 +175,13 @@ axes[2].axhline(study.constant, color="grey", ls="--", lw=1.0, label="best const
 axes[2].axhline(study.constant + scale.CHANCE_MARGIN, color="grey", ls=":", lw=1.0, label="criterion (c)")
 axes[2].axhline(study.bag_of_words, color="C5", ls="-.", lw=1.0, label="bag of words")
 axes[2].set(title="classification average (test)", ylabel="score (%)")
-budget_tokens = [s * cfg.batch_size * runner.profile.seq_len for s in cfg.budgets]
 for ax in axes:
     ax.set_xscale("log")
-    ax.set_xlim(min(budget_tokens) / 1.5, max(budget_tokens) * 1.5)  # every kept budget, stored or not
+    ax.set_xlim(min(study.budget_tokens) / 1.5, max(study.budget_tokens) * 1.5)  # every kept budget, stored or not
     ax.set_xlabel("pretraining tokens")
     ax.legend(fontsize="x-small")
 book.glue("fig_scale", fig)
 plt.close(fig)
-book.glue("unigram_loss", study.unigram_loss)
-book.glue("constant", study.constant)
-book.glue("bag_of_words", study.bag_of_words)
 
 # %% [markdown]
 # ```{glue:figure} fig_scale
@@ -237,8 +206,6 @@ for key in ("a", "b", "c"):
 table = table.rename(columns={"a": "(a)", "b": "(b)", "c": "(c)", "loss_gap": "loss: ape-learned − none",
                               "a_null_rate": "(a) by chance",
                               "best_variant": "best variant (validation)", "best_classification": "its test average"})
-book.glue("smallest_budget", "none of the stored budgets" if study.smallest_budget is None
-          else f"{study.smallest_budget / 1e6:.1f} million tokens")
 table.style.format({"tokens": "{:,.0f}", "loss: ape-learned − none": "{:+.3f}", "(a) by chance": "{:.3f}",
                     "monotonicity": "{:+.3f}",
                     "monotonicity_local": "{:+.3f}", "its test average": "{:.1f}"},

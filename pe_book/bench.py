@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import torch
 from transformers import BertConfig, BertForMaskedLM
@@ -246,7 +246,7 @@ def bench_mfu(profile_name: str = "cpu", batch: int = 32, rounds: int = 5) -> li
         seconds = race({"model": Stepper(model, mlm_batch(cfg), bf16)}, rounds)["model"]
         flops = model_flops_per_step(model.config, cfg.batch, cfg.seq)
         peak = matmul_peak(torch.bfloat16 if bf16 else torch.float32)
-        rows.append({"profile": profile_name, "dtype": "bf16" if bf16 else "fp32", "tokens_per_s": cfg.batch * cfg.seq / seconds,
+        rows.append({"profile": profile_name, "dtype": "bf16" if bf16 else "fp32", "hidden": cfg.hidden, "tokens_per_s": cfg.batch * cfg.seq / seconds,
                      "achieved_tflops": flops / seconds / 1e12, "peak_tflops": peak / 1e12, "mfu": flops / seconds / peak})
     return rows
 
@@ -394,8 +394,9 @@ def main(argv: list[str] | None = None) -> int:
     from pe_book.experiments.store import git_commit
 
     result["git_commit"] = git_commit()
-    for seq in args.seqs:
-        cfg = BenchConfig(seq=seq, rounds=args.rounds, batch=32 if seq <= 128 else 8)
+    configs = [BenchConfig(seq=seq, rounds=args.rounds, batch=32 if seq <= 128 else 8) for seq in args.seqs]
+    result["configs"] = [asdict(cfg) for cfg in configs]  # of the hf and variants sections
+    for cfg in configs:
         if "hf" in args.sections:
             result.setdefault("hf", []).extend(bench_vs_hf(cfg))
         if "variants" in args.sections:

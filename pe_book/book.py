@@ -291,6 +291,12 @@ def glue(name: str, value: Any, display: bool = False) -> None:
         myst_glue(name, value, display=display)
 
 
+def glue_all(values: Mapping[str, Any]) -> None:
+    """:func:`glue` every ``name: value`` of ``values`` (a chapter result's ``cited`` numbers)."""
+    for name, value in values.items():
+        glue(name, value)
+
+
 # ----------------------------------------------------------------------------- building
 
 

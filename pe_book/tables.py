@@ -231,3 +231,8 @@ def style_summary(summary: pd.DataFrame, digits: int = 1, exclude: Sequence[str]
     text, flags = format_summary(summary, digits, exclude=exclude)
     bold = flags.replace({True: "font-weight: bold", False: ""})
     return text.style.apply(lambda _: bold, axis=None).set_table_attributes('class="dataframe"')
+
+
+def cell(table: pd.DataFrame, row: str, column: str) -> float:
+    """``table.loc[row, column]`` as a float, NaN when the row is absent (a variant not run)."""
+    return float(table.loc[row, column]) if row in table.index else math.nan

@@ -15,7 +15,7 @@ LAYERS = (
                 "pe_lib.properties", "pe_lib.probing", "pe_lib.geometry"}),
     ("training", {"pe_lib.training", "pe_lib.extrapolation", "pe_lib.pretrained_pes"}),
     ("experiments", {"pe_book.experiments", "pe_book.stats"}),
-    ("chapters", {"pe_book.tables", "pe_book.claims", "pe_book.chapters", "pe_book.bench"}),
+    ("chapters", {"pe_book.tables", "pe_book.claims", "pe_book.plots", "pe_book.chapters", "pe_book.bench"}),
     ("book", {"pe_book.book", "pe_book.book_check", "pe_book.publish"}),
     ("command line", {"pe_book", "pe_book.commands", "pe_book.cli", "pe_book.__main__"}),
 )
@@ -34,10 +34,17 @@ def imports(path: Path) -> set[str]:
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
+            # ``from pe_book import tables`` imports the module pe_book.tables, not the package
+            submodules = [f"{node.module}.{a.name}" for a in node.names if is_module(f"{node.module}.{a.name}")]
+            found.update(submodules or [node.module])
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
     return {m for m in found if m.split(".")[0] in PACKAGES}
+
+
+def is_module(name: str) -> bool:
+    path = ROOT.joinpath(*name.split("."))
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
 
 
 def module_name(path: Path) -> str:

@@ -6,14 +6,18 @@ parameters trains what it needs); on the published profiles everything is found.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 import pandas as pd
 
+from pe_book import tables
+from pe_book.experiments.baselines import LABELS, baseline_payloads
 from pe_book.experiments.profiles import get_profile
 from pe_book.experiments.runner import Runner
-from pe_book.tables import origin_table
 from pe_lib.data.tasks import TASKS, get_task
+from pe_lib.positions import resolve_variants
 
 def open_runner(profile: str, results: str = "results"):
     """A :class:`~pe_book.experiments.runner.Runner` of the named profile on the artifact store
@@ -71,12 +75,109 @@ def seed_design(profile, names: Sequence[str]) -> str:
     return f"{pre}; {len(profile.seeds)} fine-tuning seed(s) on each pretrained model"
 
 
-def finetuned_with_origins(runner, names: Sequence[str], specs: Mapping, seeds: Sequence[int], split: str):
-    """Every (variant, task, pretrain_seed, seed) fine-tuning payload of a chapter, its task origin
-    table, and the tasks whose data were packaged analogues in this run."""
-    finetuned = finetuned_payloads(runner, names, specs, seeds)
-    origin = origin_table(finetuned, {t: s.analogue for t, s in specs.items()},
-                          {t: s.meta.metrics for t, s in specs.items()},
+SPLITS = ("test", "validation")
+
+
+def check_split(split: str) -> str:
+    """``split`` when it is one a chapter can show, else ValueError naming the choices."""
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
+    return split
+
+
+def spread_note(n_seeds: int) -> str:
+    """How a score table's spread reads, in words, for ``n_seeds`` fine-tuning seeds."""
+    return (f"each variant was fine-tuned with {n_seeds} seeds" if n_seeds > 1
+            else "with one seed per variant, as here, the spread is undefined and only the mean is shown")
+
+
+def ranked(average: pd.Series, variant: str) -> str:
+    """``"r of n"``: the rank of ``variant`` in ``average`` (sorted best first), or "not run"."""
+    return f"{list(average.index).index(variant) + 1} of {len(average)}" if variant in average.index else "not run"
+
+
+@dataclass
+class TaskScores:
+    """A fine-tuning chapter's scores: ``summary`` and ``baseline_summary``
+    (:func:`pe_book.tables.summarise` tables; the baselines' rows are not candidates), the
+    ``per_seed`` scores (columns: the chapter's columns and ``"average"``), the task ``origin``
+    table and ``cited``, the numbers and phrases the prose cites, by glue name."""
+    names: list[str]
+    tasks: list[str]
+    origin: pd.DataFrame
+    per_seed: pd.DataFrame
+    summary: pd.DataFrame
+    baseline_summary: pd.DataFrame
+    cited: dict
+
+    @property
+    def table(self) -> pd.DataFrame:
+        """The variants' summary with the baselines' rows below."""
+        return pd.concat([self.summary, self.baseline_summary])
+
+    @property
+    def average(self) -> pd.Series:
+        """Mean average score per variant, best first."""
+        return self.summary[("average", "mean")].dropna().sort_values(ascending=False)
+
+    @property
+    def floor(self) -> pd.DataFrame:
+        """The baselines' mean score per column."""
+        return self.baseline_summary.xs("mean", axis=1, level=1)
+
+    def order(self) -> list[str]:
+        """Variants by average, best first, then those without one."""
+        return list(self.average.index) + [v for v in self.names if v not in self.average.index]
+
+    def ranking(self) -> dict:
+        """The best and the worst average and the best constant's, as the prose cites them."""
+        average, best = self.average, tables.best_per_column(self.summary)["average"]
+        return {"best_average": tables.best_text(best, len(self.summary)),
+                "best_average_value": average.iloc[0] if len(average) else math.nan,
+                "worst_average": str(average.index[-1]) if len(average) else "none",
+                "worst_average_value": average.iloc[-1] if len(average) else math.nan,
+                "baseline_average": self.floor.loc[LABELS["constant"], "average"]}
+
+
+@dataclass
+class Finetuned:
+    """What a fine-tuning chapter reads: its ``names`` (variants), ``tasks`` (name -> kind),
+    fine-tuning ``seeds`` and ``split``; every payload (``finetuned``, keyed ``(variant, task, pretrain_seed,
+    seed)``) and the baselines' (``baseline_payloads``, rows labelled as baselines); the task
+    ``origin`` table and the tasks whose data were ``packaged`` analogues in this run."""
+    names: list[str]
+    kinds: dict[str, str]
+    seeds: list[int]
+    split: str
+    finetuned: dict
+    baseline_payloads: dict
+    origin: pd.DataFrame
+    packaged: list[str]
+
+    @property
+    def tasks(self) -> list[str]:
+        return list(self.kinds)
+
+    def cited(self) -> dict:
+        """What every fine-tuning chapter's prose says about its runs and data."""
+        return {"n_seeds": len(self.seeds), "split": self.split,
+                "packaged_tasks": ", ".join(self.packaged) if self.packaged else "none",
+                "hub_tasks": ", ".join(t for t in self.kinds if t not in self.packaged) or "none",
+                "spread_note": spread_note(len(self.seeds))}
+
+
+def read_finetuned(runner, variants: Sequence[str], tasks: Sequence[str], seeds: Sequence[int], split: str,
+                   span: bool) -> Finetuned:
+    """The fine-tuned results of ``variants`` (default: the profile's) on the chapter's ``tasks``
+    (span prediction or sentence level; default: the profile's of that kind) for the fine-tuning
+    ``seeds`` (default: the profile's) and every pretraining seed; what the store lacks is computed."""
+    check_split(split)
+    names = resolve_variants(variants, runner.profile.variants)
+    specs = chapter_tasks(tasks, runner.profile.tasks, span=span)
+    seed_list = list(seeds or runner.profile.seeds)
+    finetuned = finetuned_payloads(runner, names, specs, seed_list)
+    origin = tables.origin_table(finetuned, {t: s.analogue for t, s in specs.items()}, {t: s.meta.metrics for t, s in specs.items()},
                           {t: len(runner.task(t).splits[split]) for t in specs})
     packaged = [t for t in specs if origin.loc[t, "origin"].startswith("packaged")]
-    return finetuned, origin, packaged
+    return Finetuned(names, {t: s.meta.kind for t, s in specs.items()}, seed_list, split, finetuned,
+                     baseline_payloads(runner, list(specs)), origin, packaged)

@@ -3,12 +3,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import torch
 
 from pe_lib.model import PEBertConfig, PEBertForMaskedLM
+from pe_lib.positions import resolve_variants
+
 
 def curve_frame(curves: Mapping[str, Sequence[Mapping]]) -> pd.DataFrame:
     """Long table ``variant, step, split, loss`` of the pretraining curves (``curve.jsonl`` records)."""
@@ -35,12 +38,6 @@ def final_losses(results: Mapping[str, Mapping], parameters: Mapping[str, int] |
 def count_parameters(model_config: Mapping) -> int:
     """Parameters of a :class:`PEBertForMaskedLM` with this config (tied weights counted once),
     built on the ``meta`` device (no memory, milliseconds)."""
-    import torch
-
-
-    from pe_lib.model import PEBertConfig, PEBertForMaskedLM
-
-
     with torch.device("meta"):
         model = PEBertForMaskedLM(PEBertConfig(**model_config))
     return sum(p.numel() for p in model.parameters())
@@ -62,3 +59,67 @@ def pretraining_setup(config: Mapping, results: Mapping[str, Mapping]) -> dict:
         "tokens": tokens, "tokens_per_s": float(np.mean(rates)) if rates else math.nan,
         "wall_s": float(np.sum(walls)) if walls else math.nan, "variants": len(results),
     }
+
+
+#: The rows of the setup table, by key of :func:`pretraining_setup`.
+SETUP_LABELS = {"hidden_size": "hidden size", "layers": "layers", "heads": "attention heads",
+                "intermediate_size": "feed-forward size", "vocab_size": "vocabulary", "seq_len": "sequence length",
+                "steps": "steps", "batch_size": "batch (sequences)", "lr": "peak learning rate",
+                "warmup_steps": "warm-up steps", "tokens": "tokens seen per model",
+                "tokens_per_s": "tokens per second (mean)", "wall_s": "pretraining wall time, all models (s)",
+                "variants": "models"}
+UNIGRAM = "baseline: unigram"
+
+
+@dataclass
+class Pretraining:
+    """What the chapter shows: the ``setup`` (:func:`pretraining_setup`), the ``curves``
+    (:func:`curve_frame`), the ``final`` losses (:func:`final_losses`, the unigram baseline's row
+    :data:`UNIGRAM` included), the unigram ``unigram_loss`` and ``cited``, by glue name."""
+    names: list[str]
+    setup: dict
+    curves: pd.DataFrame
+    final: pd.DataFrame
+    unigram_loss: float
+    cited: dict
+
+    def setup_table(self) -> pd.DataFrame:
+        """The setup as a table of formatted values (rows: :data:`SETUP_LABELS`)."""
+        values = [f"{self.setup[k]:,.4g}" if isinstance(self.setup[k], float) else f"{self.setup[k]:,}"
+                  for k in SETUP_LABELS]
+        return pd.DataFrame({"value": values}, index=list(SETUP_LABELS.values()))
+
+
+def compute(runner, variants: Sequence[str] = ()) -> Pretraining:
+    """The pretraining of ``variants`` (default: the profile's; what the store lacks is computed)."""
+    names = resolve_variants(variants, runner.profile.variants)
+    artifacts = {name: runner.ensure_pretrained(name) for name in names}
+    outcomes = {name: a.payload["result"] for name, a in artifacts.items()}
+    first = artifacts[names[0]].provenance
+    setup = pretraining_setup(first["config"], outcomes)
+    parameters = {name: count_parameters(a.provenance["config"]["model"]) for name, a in artifacts.items()}
+    unigram = runner.ensure_unigram().payload
+    final = final_losses(outcomes, parameters)
+    ranked, loss = list(final.index), final["validation loss"]
+    cited = {
+        "profile_description": runner.profile.description, "n_variants": len(names),
+        **{f"setup_{key}": value for key, value in setup.items()},
+        "setup_tokens_m": setup["tokens"] / 1e6, "setup_wall_min": setup["wall_s"] / 60,
+        "params_min": min(parameters.values()) / 1e6, "params_max": max(parameters.values()) / 1e6,
+        "precision": ", ".join(sorted({str(r.get("precision")) for r in outcomes.values()})),
+        "hardware_cpu": first["hardware"]["cpu"], "hardware_cores": first["hardware"]["cores"],
+        "hardware_gpu": first["hardware"]["gpu"] or "none", "torch_version": first["versions"]["torch"],
+        "git_commit": ", ".join(sorted({a.provenance["git_commit"][:12] for a in artifacts.values()})),
+        "log_vocab": math.log(setup["vocab_size"]), "unigram_loss": unigram["validation_loss"],
+        "unigram_tokens": unigram["tokens"],
+        "best_variant": ranked[0], "best_loss": loss.iloc[0], "worst_variant": ranked[-1], "worst_loss": loss.iloc[-1],
+        "loss_range": loss.iloc[-1] - loss.iloc[0],
+        "none_rank": f"{ranked.index('none') + 1} of {len(ranked)}" if "none" in ranked else "not run",
+        "none_loss": final.loc["none", "validation loss"] if "none" in final.index else math.nan,
+        "below_unigram": f"{int((loss < unigram['validation_loss']).sum())} of {len(final)}",
+        "unigram_margin": unigram["validation_loss"] - loss.iloc[0],
+    }
+    final.loc[UNIGRAM, ["validation loss", "perplexity"]] = [unigram["validation_loss"], math.exp(unigram["validation_loss"])]
+    curves = curve_frame({name: a.payload["curve"] for name, a in artifacts.items()})
+    return Pretraining(names, setup, curves, final.sort_values("validation loss", kind="stable"),
+                       unigram["validation_loss"], cited)

@@ -238,7 +238,7 @@ def unigram_validation_loss(data: MLMData, cfg: PretrainConfig, smoothing: float
 
 def baseline_payloads(runner, tasks: Sequence[str]) -> dict[tuple[str, str, int, int], dict]:
     """Baseline scores as fine-tuning payloads keyed ``(row label, task, 0, 0)`` (one run each,
-    pretraining and fine-tuning seed 0), the form ``report.score_records`` reads; a baseline a
+    pretraining and fine-tuning seed 0), the form ``pe_book.tables.score_records`` reads; a baseline a
     task does not have (bag of words for spans) is absent."""
     found = {}
     for task in tasks:

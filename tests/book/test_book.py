@@ -263,7 +263,7 @@ def test_a_failing_notebook_fails_with_one_line_naming_notebook_and_cell(tmp_pat
     import jupytext
 
     cell = int(message.split("cell ")[1].split()[0])
-    assert "psi(" in jupytext.read(root / "notebooks" / "02_sinusoid.py").cells[cell - 1].source
+    assert "sinusoid.compute(" in jupytext.read(root / "notebooks" / "02_sinusoid.py").cells[cell - 1].source
 
 
 def test_build_rejects_bad_profiles_and_parameters_before_running_anything(tmp_path, monkeypatch):

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from book.experiments.test_runner import profile, runner, tokenizer  # noqa: F401 (fixtures)
 
-from pe_book.experiments import scale
+from pe_book.chapters import scale
 from pe_book.experiments.runner import Runner
 
 ROOT = Path(__file__).resolve().parents[3]

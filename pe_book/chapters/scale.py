@@ -1,4 +1,4 @@
-"""The scale study (issue 14): at which pretraining budget do position embeddings start to matter?
+"""Chapter "The scale study" (13): at which pretraining budget do position embeddings start to matter?
 
 Every model of a profile is evaluated at each budget its run keeps (``PretrainConfig.budgets``:
 the snapshots of an anytime schedule, then the last step). This module reads what the store holds,
@@ -18,15 +18,19 @@ decides three criteria at each budget, all from the data:
 """
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from pe_book.chapters import common
 from pe_book.experiments.baselines import task_score
 from pe_book.experiments.runner import Runner, stage_name
+from pe_lib.positions import resolve_variants
 
 #: Criterion (b): both diagonal indicators of the learned APE's P P^T at least this.
 DIAGONAL_THRESHOLD = 0.2
@@ -34,6 +38,8 @@ DIAGONAL_THRESHOLD = 0.2
 CHANCE_MARGIN = 10.0
 #: The variants criteria (a) and (b) compare.
 APE, NO_PE = "ape-learned", "none"
+#: The study's variants (those a profile has are its default).
+STUDY_VARIANTS = (NO_PE, APE, "rpe-learned", "ape-sin-learned")
 
 
 @dataclass
@@ -48,6 +54,10 @@ class ScaleStudy:
     stored: int  # artifacts of the study found in the store
     planned: int  # artifacts the profile's run computes in all
     smallest_budget: int | None  # the fewest tokens at which (a), (b) and (c) all hold (None: at none)
+    variants: list[str] = field(default_factory=list)  # the variants studied
+    tasks: list[str] = field(default_factory=list)  # the tasks of the classification average
+    budget_tokens: list[int] = field(default_factory=list)  # the tokens of every kept budget, stored or not
+    cited: dict = field(default_factory=dict)  # the numbers and phrases the prose cites, by glue name
 
 
 def collect(runner: Runner, variants: Sequence[str], tasks: Sequence[str]) -> pd.DataFrame:
@@ -135,10 +145,13 @@ def criteria_at(models: pd.DataFrame, constant: float) -> dict:
     }
 
 
-def compute(runner: Runner, variants: Sequence[str], tasks: Sequence[str]) -> ScaleStudy:
-    """The scale study of ``runner``'s profile over ``variants`` (criteria (a) and (b) need
-    ``ape-learned`` and ``none`` among them) and the classification ``tasks``."""
-    models = collect(runner, variants, tasks)
+def compute(runner: Runner, variants: Sequence[str] = (), tasks: Sequence[str] = ()) -> ScaleStudy:
+    """The scale study of ``runner``'s profile over ``variants`` (default: those of
+    :data:`STUDY_VARIANTS` the profile has; criteria (a) and (b) need ``ape-learned`` and
+    ``none``) and the sentence-level ``tasks`` (default: the profile's). Reads the store only."""
+    names = resolve_variants(variants, [v for v in STUDY_VARIANTS if v in runner.profile.variants])
+    tasks = list(common.chapter_tasks(tasks, runner.profile.tasks, span=False))
+    models = collect(runner, names, tasks)
     constant = baseline_average(runner, tasks, "constant")
     rows = []
     for steps, group in models.groupby("steps", sort=True):
@@ -146,13 +159,33 @@ def compute(runner: Runner, variants: Sequence[str], tasks: Sequence[str]) -> Sc
     criteria = pd.DataFrame(rows, columns=["steps", "tokens", "loss_gap", "a", "a_null_rate", "monotonicity", "monotonicity_local", "b",
                                            "best_variant", "best_classification", "c"])
     passing = criteria[(criteria.a == True) & (criteria.b == True) & (criteria.c == True)]  # noqa: E712 (None stays out)
-    planned = [a for a in runner.plan(list(variants), list(tasks)) if a.variant != Runner.BASELINES]
-    return ScaleStudy(
+    planned = [a for a in runner.plan(names, tasks) if a.variant != Runner.BASELINES]
+    cfg = runner.profile.pretrain
+    study = ScaleStudy(
         models=models, criteria=criteria, unigram_loss=unigram_loss(runner),
         constant=constant, bag_of_words=baseline_average(runner, tasks, "bag of words"),
         stored=sum(a.stored for a in planned), planned=len(planned),
         smallest_budget=int(passing.tokens.min()) if len(passing) else None,
+        variants=names, tasks=tasks, budget_tokens=[s * cfg.batch_size * runner.profile.seq_len for s in cfg.budgets],
     )
+    study.cited = {"study_variants": ", ".join(names), "study_tasks": ", ".join(tasks), **recipe(runner, names[0]),
+                   "stored": study.stored, "planned": study.planned,
+                   "budgets": ", ".join(f"{t:,}" for t in study.budget_tokens),
+                   "threshold": DIAGONAL_THRESHOLD, "margin": CHANCE_MARGIN, "unigram_loss": study.unigram_loss,
+                   "constant": study.constant, "bag_of_words": study.bag_of_words,
+                   "smallest_budget": "none of the stored budgets" if study.smallest_budget is None
+                   else f"{study.smallest_budget / 1e6:.1f} million tokens"}
+    return study
+
+
+def recipe(runner: Runner, variant: str) -> dict:
+    """The pretraining recipe the prose states: the settings every variant of the profile shares
+    (read from ``variant``'s model config)."""
+    cfg, model = runner.profile.pretrain, runner.model_config(variant)
+    return {"schedule": cfg.schedule, "layer_norm": model.layer_norm, "seq_len": runner.profile.seq_len, "lr": cfg.lr,
+            "dropout": model.hidden_dropout_prob, "mask_prob": cfg.mask_prob,
+            "position_init_std": model.position_init_std if model.position_init_std is not None
+            else model.initializer_range}
 
 
 def verdict(value: bool | None) -> str:
@@ -164,9 +197,6 @@ def finetune_screen(path) -> pd.DataFrame:
     """The fine-tuning screen (``studies/finetune_screen/results.jsonl``): one row per variant,
     task and recipe, with the training examples and the test score (percent; the mean of the
     task's metrics)."""
-    import json
-    from pathlib import Path
-
     rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
     return pd.DataFrame([{"recipe": r["recipe"], "variant": r["variant"], "task": r["task"],
                           "training examples": r["train_examples"], "validation": 100.0 * task_score(r["validation"]),
@@ -183,9 +213,6 @@ def recipe_screen(folder) -> pd.DataFrame:
     """The recipe screen's runs (``studies/recipe_screen/*.json``), one row per run and variant:
     the recipe, the tokens seen, the validation loss against the unigram loss on the same masked
     tokens, and the learned APE's indicators where the variant has one."""
-    import json
-    from pathlib import Path
-
     rows = []
     for path in sorted(Path(folder).glob("*.json")):
         run = json.loads(path.read_text())
@@ -199,3 +226,14 @@ def recipe_screen(folder) -> pd.DataFrame:
                          "APE monotonicity": final.get("mono", math.nan),
                          "APE local monotonicity": final.get("mono_local", math.nan)})
     return pd.DataFrame(rows)
+
+
+def finetune_screen_table(screen: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The fine-tuning screen as a table (rows: recipes; columns: each task's test score per
+    variant and its training examples) and its best result per task in words."""
+    scores = screen.pivot_table(index="recipe", columns=["task", "variant"], values="test", sort=False)
+    examples = screen.groupby(["recipe", "task"], sort=False)["training examples"].first().unstack()
+    examples.columns = pd.MultiIndex.from_tuples([(task, "training examples") for task in examples.columns])
+    table = pd.concat([scores, examples], axis=1).sort_index(axis=1, level=0, sort_remaining=False)
+    best = screen.loc[screen.groupby("task")["test"].idxmax()]
+    return table, "; ".join(f"{r.task} {r.test:.1f} with {r['training examples']:,} examples" for _, r in best.iterrows())

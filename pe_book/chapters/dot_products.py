@@ -1,0 +1,106 @@
+"""Chapter "Dot products of position embeddings" (04): the paper's figure of p_x . p_y and
+r_a . r_b after pretraining, and the observations the paper draws from it, measured."""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from pe_book import tables
+from pe_lib import geometry
+from pe_lib.positions import parse_variant, resolve_variants
+
+#: The paper's figure: (panel letter, variant, map kind).
+PANELS = (("a", "ape-learned", "ape"), ("b", "ape-learned+rpe-learned", "ape"), ("c", "ape-sin-learned", "ape"),
+          ("d", "ape-sin-learned+rpe-learned", "ape"), ("e", "rpe-learned", "rpe"),
+          ("f", "ape-learned+rpe-learned", "rpe"))
+INDICATORS = ["monotonicity", "monotonicity_local", "translation_invariance"]  # a Gram matrix is symmetric
+APE_COLUMNS = INDICATORS + ["near cosine", "far cosine", "contrast cosine", "contrast at init"]
+RPE_COLUMNS = INDICATORS + ["norm_ratio", "norm_ratio at init", "small_cosine", "large_cosine"]
+
+
+@dataclass
+class DotProducts:
+    """What the chapter shows: the stored ``maps`` (``(variant, "init" | "trained", "ape" |
+    "rpe") -> matrix``) of every variant with an APE or an offset table, the indicators and
+    geometry of the trained maps (``ape_table``, ``rpe_table``) and ``cited``, by glue name."""
+    maps: dict[tuple[str, str, str], np.ndarray]
+    ape_table: pd.DataFrame
+    rpe_table: pd.DataFrame
+    cited: dict
+
+    def panels(self, state: str) -> list[tuple[str, np.ndarray | None, str]]:
+        """The paper's figure in ``state``: ``(title, matrix or None when not run, kind)`` per panel."""
+        return [(f"({letter}) {variant}\n{kind.upper()}", self.maps.get((variant, state, kind)), kind)
+                for letter, variant, kind in PANELS]
+
+    def others(self) -> list[tuple[str, np.ndarray, str]]:
+        """The trained maps of every variant the paper's figure does not show."""
+        in_paper = {(v, kind) for _, v, kind in PANELS}
+        return [(f"{name}\n{kind.upper()}", matrix, kind) for (name, state, kind), matrix in self.maps.items()
+                if state == "trained" and (name, kind) not in in_paper]
+
+
+def compute(runner, variants: Sequence[str] = (), window: int = 8, small_offset: int = 2) -> DotProducts:
+    """The maps of ``variants`` (default: the profile's) with an APE or an offset table; distances
+    1..``window`` are near in the APE's diagonal contrast, offsets up to ``small_offset`` small in
+    the RPE's bands. What the store lacks is computed."""
+    names = resolve_variants(variants, runner.profile.variants)
+    shown = [n for n in names if parse_variant(n).absolute or parse_variant(n).has_offset_table]
+    analyses = {name: runner.ensure_analysis(name) for name in shown}
+    maps = {(name, state, kind): a.arrays[f"{state}.{kind}"] for name, a in analyses.items()
+            for kind in ("ape", "rpe") for state in ("init", "trained") if f"trained.{kind}" in a.arrays}
+    ape_rows, rpe_rows = {}, {}
+    for name, artifact in analyses.items():
+        payload, arrays = artifact.payload, artifact.arrays
+        if "trained.ape" in arrays:
+            ape_rows[name] = {**payload["trained"]["ape"],
+                              **{f"{key} cosine": v for key, v in geometry.ape_locality(arrays["trained.ape"], window).items()},
+                              "contrast at init": geometry.ape_locality(arrays["init.ape"], window)["contrast"]}
+        if "trained.rpe" in arrays:
+            rpe_rows[name] = {**payload["trained"]["rpe"], **geometry.rpe_bands(arrays["trained.rpe"], small_offset),
+                              "norm_ratio at init": geometry.rpe_bands(arrays["init.rpe"], small_offset)["norm_ratio"]}
+    ape_table = _table(ape_rows, APE_COLUMNS)
+    rpe_table = _table(rpe_rows, RPE_COLUMNS)
+    result = DotProducts(maps, ape_table, rpe_table, {})
+    missing = sorted({v for _, v, _ in PANELS if v not in analyses})
+    offsets = [m for (_, _, kind), m in maps.items() if kind == "rpe"]
+    result.cited = {"window": window, "small_offset": small_offset, "seq_len": runner.profile.seq_len,
+                    "panels_missing": ", ".join(missing) if missing else "none",
+                    "max_offset": (offsets[0].shape[0] - 1) // 2 if offsets else 0,
+                    "n_others": len(result.others()), **_observations(result)}
+    return result
+
+
+def _table(rows: dict, columns: list[str]) -> pd.DataFrame:
+    table = pd.DataFrame.from_dict(rows, orient="index").rename_axis("variant")
+    return table[columns] if len(table) else table
+
+
+def _observations(result: DotProducts) -> dict:
+    """The paper's observations, measured: which APE is most local, how far the offset tables
+    are from it, and how alike an APE is alone and beside a learned RPE."""
+    ape, rpe, cell = result.ape_table, result.rpe_table, tables.cell
+    apes = ape["contrast cosine"].dropna() if len(ape) else pd.Series(dtype=float)
+    top = str(apes.idxmax()) if len(apes) else "none"
+    cited = {"top_contrast_variant": top, "top_contrast": apes.max() if len(apes) else math.nan,
+             "top_agrees": "agrees with" if top == "ape-sin-learned" else "differs from"}
+    for variant, key in [("ape-learned", "apel"), ("ape-sin-learned", "apesl"), ("ape-sin", "apes"),
+                         ("ape-learned+rpe-learned", "apel_rpel"), ("ape-sin-learned+rpe-learned", "apesl_rpel")]:
+        cited[f"{key}_contrast"] = cell(ape, variant, "contrast cosine")
+        cited[f"{key}_contrast_init"] = cell(ape, variant, "contrast at init")
+    for variant, key in [("rpe-learned", "rpel"), ("ape-learned+rpe-learned", "apel_rpel")]:
+        cited[f"{key}_norm_ratio"] = cell(rpe, variant, "norm_ratio")
+        cited[f"{key}_norm_ratio_init"] = cell(rpe, variant, "norm_ratio at init")
+        cited[f"{key}_small_cos"] = cell(rpe, variant, "small_cosine")
+        cited[f"{key}_large_cos"] = cell(rpe, variant, "large_cosine")
+    for alone, combined, key in [("ape-learned", "ape-learned+rpe-learned", "apel"),
+                                 ("ape-sin-learned", "ape-sin-learned+rpe-learned", "apesl")]:
+        for state in ("init", "trained"):
+            pair = result.maps.get((alone, state, "ape")), result.maps.get((combined, state, "ape"))
+            cited[f"{key}_similarity_{state}"] = (geometry.map_similarity(*pair) if pair[0] is not None
+                                                  and pair[1] is not None else math.nan)
+    return cited

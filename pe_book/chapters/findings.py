@@ -1,0 +1,101 @@
+"""Chapter "Findings" (08): the paper's claims against this run, each with its verdict by the
+sound rule of :mod:`pe_book.stats`, and the claims about indicators by rank correlation."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from pe_book import claims, stats, tables
+from pe_book.chapters import common
+from pe_book.experiments.baselines import best_constant_scores
+from pe_lib.data.tasks import get_task
+from pe_lib.positions import parse_variant, resolve_variants
+
+VERDICT_LABELS = ("supported", "contradicted", "not decidable", "not tested")
+
+
+@dataclass
+class Findings:
+    """What the chapter shows: ``indicators`` (probe indicators of the trained models, per
+    variant), ``scores`` (seed means per variant of each group average), their ``correlation``,
+    the ``variance`` components, the ``verdicts`` on the paper's claims with the ``details`` of
+    every comparison, the ``indicator_verdicts`` and ``cited``, by glue name."""
+    names: list[str]
+    groups: dict[str, list[str]]
+    indicators: pd.DataFrame
+    scores: pd.DataFrame
+    correlation: pd.DataFrame
+    variance: pd.DataFrame
+    verdicts: pd.DataFrame
+    indicator_verdicts: pd.DataFrame
+    details: pd.DataFrame
+    cited: dict
+
+    def points(self) -> pd.DataFrame:
+        """Indicators and scores per variant (``none`` left out: it has no position to measure),
+        with each variant's ``kind``."""
+        points = self.indicators.join(self.scores, how="inner").drop(index="none", errors="ignore")
+        points["kind"] = [variant_kind(v) for v in points.index]
+        return points
+
+
+def variant_kind(variant: str) -> str:
+    """``"absolute"``, ``"relative"``, ``"APE + relative"`` or ``"none"``: where position enters."""
+    p = parse_variant(variant)
+    if p.absolute and p.relative:
+        return "APE + relative"
+    return "absolute" if p.absolute else "relative" if p.relative else "none"
+
+
+def compute(runner, variants: Sequence[str] = (), seeds: Sequence[int] = (), split: str = "test",
+            layer: int = 0, alpha: float = 0.05) -> Findings:
+    """Verdicts on the paper's claims from the scores of ``variants`` (default: the profile's) on
+    ``split`` over fine-tuning ``seeds`` (default: the profile's) and every pretraining seed,
+    familywise level ``alpha`` per claim; indicators of the probed ``layer``."""
+    common.check_split(split)
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
+    names = resolve_variants(variants, runner.profile.variants)
+    specs = {t: get_task(t) for t in runner.profile.tasks}
+    kinds = {t: s.meta.kind for t, s in specs.items()}
+    span_tasks = [t for t, kind in kinds.items() if kind == "span"]
+    groups = {k: v for k, v in {"classification": [t for t, kind in kinds.items() if kind != "span"],
+                                "span": span_tasks}.items() if v}
+    seed_list = list(seeds or runner.profile.seeds)
+    finetuned = common.finetuned_payloads(runner, names, specs, seed_list)
+    per_seed = tables.per_seed_scores(tables.score_records(finetuned, kinds, split), groups)
+    validation = tables.per_seed_scores(tables.score_records(finetuned, kinds, "validation"), groups)
+    baselines = best_constant_scores(runner, list(specs), groups, split)
+    scores = tables.summarise(per_seed[list(groups)]).xs("mean", axis=1, level=1)
+    analyses = {name: runner.ensure_analysis(name).payload for name in names}
+    indicators = tables.indicator_table(analyses, "trained", "probe", layer)
+    correlation = claims.correlations(indicators, scores)
+    paper = claims.paper_claims(span_tasks=span_tasks, selection=validation)
+    verdicts = stats.assess_claims(paper, per_seed, baselines, alpha)
+    result = Findings(
+        names, groups, indicators, scores, correlation,
+        stats.variance_table(per_seed, list(groups) + [t for t in span_tasks if t in per_seed.columns]),
+        verdicts, claims.assess_indicator_claims(correlation, list(scores.columns), alpha),
+        stats.comparison_table(paper, per_seed, baselines, alpha), {})
+    all_verdicts = list(result.verdicts["verdict"]) + list(result.indicator_verdicts["verdict"])
+    result.cited = {
+        "n_seeds": len(seed_list), "n_variants": len(names), "split": split, "alpha": alpha,
+        "seed_design": common.seed_design(runner.profile.with_overrides(seeds=tuple(seed_list)), names),
+        "classification_tasks": ", ".join(groups.get("classification", [])) or "none",
+        "span_tasks": ", ".join(span_tasks) or "none",
+        **{f"n_{label.replace(' ', '_')}": sum(v.startswith(label) for v in all_verdicts) for label in VERDICT_LABELS},
+        "n_claims": len(all_verdicts), "mde_text": _mde_text(verdicts)}
+    return result
+
+
+def _mde_text(verdicts: pd.DataFrame) -> str:
+    """The smallest detectable effects of the undecided claims, now and with twice the seeds."""
+    undecided = verdicts["MDE"].dropna()
+    if not len(undecided):
+        return "not available (no undecided claim with a known variance)"
+    doubled = verdicts.loc[undecided.index]
+    return (f"from {undecided.min():.1f} to {undecided.max():.1f} points (median {undecided.median():.1f}); "
+            f"with twice the pretraining seeds the median would be {doubled['MDE 2x pretraining seeds'].median():.1f}, "
+            f"with twice the fine-tuning seeds {doubled['MDE 2x fine-tuning seeds'].median():.1f}")

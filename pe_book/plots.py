@@ -1,0 +1,94 @@
+"""Figures the chapters share: heatmap grids of matrices and dot plots of scores over seeds."""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+#: Reference lines of score panels: a baseline's score per column, and how its line is drawn.
+BASELINE_STYLE = {"color": "grey", "ls": "--", "lw": 0.8}
+RULE_STYLE = {"color": "C3", "ls": ":", "lw": 1.0}
+
+
+def score_panels(per_seed: pd.DataFrame, columns: Sequence[str], order: Sequence[str],
+                 lines: Sequence[tuple[Mapping[str, float], Mapping]] = (), color: str = "C0",
+                 title: str = "{}", row_height: float = 0.32, width: float = 2.6):
+    """One panel per score column: the runs' mean per variant (rows in ``order``) with ± one
+    standard deviation over all its runs, and a vertical line per ``lines`` entry (column ->
+    value, line style). ``per_seed``: scores indexed ``(variant, pretrain_seed, seed)``."""
+    sns.set_theme(style="whitegrid", context="notebook")
+    long = per_seed[list(columns)].reset_index().melt(id_vars=["variant", "pretrain_seed", "seed"],
+                                                      var_name="column", value_name="score")
+    fig, axes = plt.subplots(1, len(columns), figsize=(width * len(columns) + 2, row_height * len(order) + 1.8),
+                             sharey=True, constrained_layout=True, squeeze=False)
+    for ax, column in zip(axes.flat, columns):
+        sns.pointplot(long[long["column"] == column], x="score", y="variant", order=list(order), errorbar="sd",
+                      linestyle="none", ax=ax, color=color, markersize=4)
+        for values, style in lines:
+            ax.axvline(values[column], **style)
+        ax.set(title=title.format(column), xlabel="score (%)", ylabel="")
+    return fig
+
+
+def heatmaps(maps: Mapping[str, object], ncols: int | None = None, size: float = 3.0, title_size: float = 10,
+             title_height: float = 0.0, robust: bool = False, axis_labels: tuple[str, str] | None = None):
+    """A grid of square heatmaps without ticks or colour bars, one per ``name: matrix`` of
+    ``maps`` (at least one panel), ``ncols`` per row (default: all in one row). ``robust``:
+    colours span the 2nd-98th percentiles, so that one extreme entry does not darken the rest;
+    ``axis_labels``: (x, y) labels of every panel."""
+    ncols = ncols or max(1, len(maps))
+    nrows = max(1, math.ceil(len(maps) / ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, size * nrows + title_height),
+                             constrained_layout=True, squeeze=False)
+    for ax, (name, matrix) in zip(axes.flat, maps.items()):
+        sns.heatmap(matrix, ax=ax, cmap="viridis", robust=robust, square=True, cbar=False, xticklabels=False,
+                    yticklabels=False)
+        ax.set_title(name, fontsize=title_size)
+        if axis_labels:
+            ax.set_xlabel(axis_labels[0], fontsize=7)
+            ax.set_ylabel(axis_labels[1], fontsize=7)
+    for ax in axes.flat[len(maps):]:
+        ax.set_axis_off()
+    return fig
+
+
+def position_map(ax, matrix, title: str, kind: str) -> None:
+    """One dot-product map on ``ax``: absolute maps (``kind`` ``"ape"``) by position, relative
+    ones (``"rpe"``) labelled by offset from -k to k."""
+    sns.heatmap(matrix.astype(float), ax=ax, cmap="viridis", square=True, cbar=False,
+                xticklabels=False, yticklabels=False)
+    ax.set_title(title, fontsize=9)
+    n = matrix.shape[0]
+    if kind == "rpe":
+        half = (n - 1) // 2
+        ticks = [0.5, half + 0.5, n - 0.5]
+        ax.set_xticks(ticks, [f"{-half}", "0", f"{half}"], fontsize=7)
+        ax.set_yticks(ticks, [f"{-half}", "0", f"{half}"], fontsize=7)
+        ax.set_xlabel("offset b", fontsize=8)
+        ax.set_ylabel("offset a", fontsize=8)
+    else:
+        ax.set_xlabel("position y", fontsize=8)
+        ax.set_ylabel("position x", fontsize=8)
+
+
+def position_maps(maps: Sequence[tuple[str, object, str]], ncols: int, size: tuple[float, float] = (3.2, 3.4),
+                  missing: str = "not in this run", empty: str = "nothing to show"):
+    """A grid of :func:`position_map` panels, one per ``(title, matrix, kind)``; a panel whose
+    matrix is None says ``missing``, and an empty grid says ``empty``."""
+    nrows = max(1, math.ceil(len(maps) / ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(size[0] * ncols, size[1] * nrows), constrained_layout=True,
+                             squeeze=False)
+    for ax, (title, matrix, kind) in zip(axes.flat, maps):
+        if matrix is None:
+            ax.set_axis_off()
+            ax.text(0.5, 0.5, f"{title}\n{missing}", ha="center", va="center", fontsize=9)
+        else:
+            position_map(ax, matrix, title, kind)
+    for ax in axes.flat[len(maps):]:
+        ax.set_axis_off()
+    if not maps:
+        axes.flat[0].text(0.5, 0.5, empty, ha="center")
+    return fig

@@ -1,0 +1,164 @@
+"""Every chapter's compute function on the tiny fixture store (``conftest.store``), and every
+``{glue}`` reference of its notebook resolved against what the notebook glues itself and the
+result's ``cited`` numbers, without executing a notebook or building the book."""
+import importlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from book.test_glue_references import NOTEBOOKS, glued_patterns, references
+from pe_book.chapters import (classification, cls_untying, dot_products, findings, length_extrapolation, performance,
+                              probing, properties, real_models, scale, sinusoid, span_prediction)
+from pe_book.chapters import pretraining as pretraining_chapter
+from pe_lib.errors import InputError
+from pe_lib.sinusoid import integer_monotonic_range
+
+ROOT = Path(__file__).resolve().parents[3]
+PAPER_VARIANTS_01 = ["none", "ape-learned", "ape-sin", "rpe-learned", "rpe-sin", "alibi", "rope", "rpe-learned+untie-cls"]
+
+
+def chapter_module(notebook: Path):
+    """``notebooks/NN_topic.py`` -> ``pe_book.chapters.topic`` (each chapter's computation has that home)."""
+    return importlib.import_module(f"pe_book.chapters.{notebook.stem.split('_', 1)[1]}")
+
+
+def compute(notebook: Path, runner):
+    """The chapter's result with the notebook's defaults, on the fixture store."""
+    module = chapter_module(notebook)
+    if module is performance:
+        return module.compute(ROOT / "results" / "bench.json")
+    if module is properties:
+        return module.compute(runner, PAPER_VARIANTS_01, hidden_size=16, num_heads=2, length=8, n_words=3, window=3)
+    if module is real_models:
+        return module.compute(runner, ["gpt2"], length=8, window=3)  # offline: gpt2 is skipped, with its reason
+    return module.compute(runner)
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_glue_reference_resolves(notebook, store):
+    source = notebook.read_text()
+    cited = set(compute(notebook, store).cited)
+    patterns = glued_patterns(source)
+    missing = sorted(name for name in references(source) if name not in cited and not any(p.match(name) for p in patterns))
+    assert not missing, f"{notebook.name} refers to values neither it nor its chapter's result provides: {missing}"
+
+
+def test_properties_at_initialisation_and_after_pretraining(store):
+    result = properties.compute(store, PAPER_VARIANTS_01, hidden_size=16, num_heads=2, length=8, n_words=3, window=3)
+    assert list(result.probe_table.index) == PAPER_VARIANTS_01 and result.probes["alibi"].shape == (8, 8)
+    assert set(result.ape_grams) == {"ape-learned", "ape-sin"} and set(result.rpe_grams) == {"rpe-learned", "rpe-sin",
+                                                                                              "rpe-learned+untie-cls"}
+    assert result.cited["alibi_mono"] == pytest.approx(1.0)  # ALiBi's bias falls with distance by construction
+    assert set(result.trained_probe.index) == {"none", "ape-learned", "rpe-learned", "rpe-learned+untie-cls"}
+    assert result.cited["n_trained"] == 4 and result.cited["trained_steps"] == 4
+    with pytest.raises(ValueError, match="valid"):
+        properties.compute(store, ["ape-typo"])
+
+
+def test_sinusoid_ranges_sweep_and_learned_frequencies(store):
+    result = sinusoid.compute(store, n_bases=5)
+    assert len(result.ranges) == 4 and result.sweep["APE", "base"].shape == (5, 2)
+    assert result.cited["ape_range_int"] == integer_monotonic_range(768, 10000.0)
+    assert list(result.learned) == ["ape-sin-learned (APE)"] and result.cited["n_learned"] == 1
+    assert sinusoid.compute(None, n_bases=5).learned == {}
+
+
+def test_pretraining_table_has_every_variant_and_the_unigram_baseline(store):
+    result = pretraining_chapter.compute(store)
+    assert set(result.final.index) == set(store.profile.variants) | {pretraining_chapter.UNIGRAM}
+    assert result.setup["steps"] == 4 and result.cited["setup_tokens"] == 4 * 4 * 16
+    assert result.final["validation loss"].is_monotonic_increasing
+    assert len(result.setup_table()) == len(pretraining_chapter.SETUP_LABELS)
+
+
+def test_dot_products_panels_say_what_was_not_run(store):
+    result = dot_products.compute(store)
+    panels = {title.split("\n")[0]: matrix for title, matrix, _ in result.panels("trained")}
+    assert panels["(a) ape-learned"] is not None and panels["(b) ape-learned+rpe-learned"] is None
+    assert result.cited["panels_missing"] == "ape-learned+rpe-learned, ape-sin-learned+rpe-learned"
+    assert {title for title, _, _ in result.others()} == {"rpe-learned+untie-cls\nRPE"}
+    assert set(result.ape_table.index) == {"ape-learned", "ape-sin-learned"}
+    assert result.cited["max_offset"] > 0
+
+
+def test_probing_maps_and_changes(store):
+    result = probing.compute(store, layer=1)
+    assert set(result.maps) == {"trained", "init"} and result.maps["init"]["none"].shape == (8, 8)
+    assert np.allclose(result.delta.loc["none"].dropna(), 0.0, atol=1e-6) or result.delta.loc["none"].isna().all()
+    assert result.cited["layer_number"] == 2
+    with pytest.raises(ValueError, match=r"layer must be in 0\.\.1"):
+        probing.compute(store, layer=2)
+
+
+def test_classification_scores_beside_both_baselines(store):
+    result = classification.compute(store)
+    assert result.tasks == ["sst2"] and set(result.summary.index) == set(store.profile.variants)
+    assert set(result.baseline_summary.index) == {classification.CONSTANT, classification.BOW}
+    assert len(result.per_seed) == len(store.profile.variants) * 2  # one pretraining seed, two fine-tuning seeds
+    assert result.cited["n_seeds"] == 2 and "fine-tuned with 2 seeds" in result.cited["spread_note"]
+    assert result.origin.loc["sst2", "origin"] == "fixture"  # the origin recorded in the artifacts
+    with pytest.raises(ValueError, match="not squad; valid: cola, sst2, mrpc, stsb"):
+        classification.compute(store, tasks=["squad"])
+    with pytest.raises(ValueError, match="split must be one of test, validation"):
+        classification.compute(store, split="train")
+
+
+def test_span_prediction_scores_beside_the_rules(store):
+    result = span_prediction.compute(store, seeds=[0])
+    assert list(result.per_seed.columns) == ["squad EM", "squad F1", "average"]
+    assert list(result.baseline_summary.index) == span_prediction.RULES
+    assert result.cited["n_seeds"] == 1 and result.cited["rpe_above_ape"].endswith("of 2")
+
+
+def test_findings_decide_every_claim(store):
+    result = findings.compute(store)
+    assert {"cls-ape-best", "span-none-drops"} <= set(result.verdicts.index)
+    assert result.cited["n_claims"] == len(result.verdicts) + len(result.indicator_verdicts)
+    assert sum(result.cited[f"n_{label.replace(' ', '_')}"] for label in findings.VERDICT_LABELS) == result.cited["n_claims"]
+    assert "none" not in result.points().index and set(result.points()["kind"]) <= {"absolute", "relative", "APE + relative"}
+    with pytest.raises(ValueError, match="alpha must be between 0 and 1"):
+        findings.compute(store, alpha=1.5)
+
+
+def test_performance_reads_the_committed_benchmark(tmp_path):
+    result = performance.compute(ROOT / "results" / "bench.json")
+    assert {"speedup_128_fp32", "mfu_bf16", "relative_seq"} <= set(result.cited) and len(result.targets)
+    with pytest.raises(InputError, match="run `make bench`"):
+        performance.compute(tmp_path / "none.json")
+    configs = [{"layers": 4, "hidden": 256, "heads": 4, "vocab": 8000, "batch": 32, "seq": 128, "rounds": 5},
+               {"layers": 4, "hidden": 256, "heads": 4, "vocab": 8000, "batch": 8, "seq": 512, "rounds": 5}]
+    assert performance.config_text(configs) == ("4 layers, hidden size 256, 4 heads, a vocabulary of 8,000, batches of "
+                                                "32 sequences at 128 tokens and 8 sequences at 512 tokens, "
+                                                "5 timed steps per contender")
+
+
+def test_real_models_offline_skip_the_hub_and_keep_the_project(store):
+    result = real_models.compute(store, ["gpt2"], length=8, window=3)
+    assert result.real == [] and "gpt2" in result.cited["skipped_text"]
+    assert set(result.project) == {"ape-learned", "ape-sin-learned"} and list(result.maps()) == [
+        "this project: ape-learned", "this project: ape-sin-learned"]
+
+
+def test_length_extrapolation_ranks_by_change(store):
+    result = length_extrapolation.compute(store)
+    assert set(result.table.index) == set(store.profile.variants) and result.multipliers[0] == "1x"
+    assert result.change.is_monotonic_increasing
+    assert result.change_text("ape-sin") == "not run"
+    assert length_extrapolation.family("rope") == "RoPE, ALiBi, T5 bias"
+
+
+def test_cls_untying_pairs_and_thetas(store):
+    result = cls_untying.compute(store)
+    assert result.pairs == {"rpe-learned+untie-cls": "rpe-learned"} and result.compared[0] == "ape-learned"
+    assert len(result.thetas) == 2 * 2  # layers x heads
+    assert set(result.gaps.index.get_level_values("average")) == {"classification", "span"}
+    with pytest.raises(ValueError, match="no '\\+untie-cls' variant"):
+        cls_untying.compute(store, variants=["none", "rpe-learned"])
+
+
+def test_scale_defaults_to_the_study_variants_the_profile_has(store):
+    study = scale.compute(store)
+    assert study.variants == ["none", "ape-learned", "rpe-learned", "ape-sin-learned"] and study.tasks == ["sst2"]
+    assert study.stored == study.planned and study.budget_tokens == [4 * 4 * 16]
+    assert study.cited["smallest_budget"] in ("none of the stored budgets", f"{64 / 1e6:.1f} million tokens")
