@@ -90,20 +90,30 @@ def proximity(model, kind: str = "ape", length: int | None = None, layer: int = 
     variant = encoder.config.position_embedding
     if kind == "probe":
         return identical_word_attention(encoder, length=length or 64, layer=layer, **probe_options)
-    with torch.no_grad():
-        if kind == "ape":
-            ape = encoder.embeddings.position
-            if ape is None:
-                raise ValueError(f"variant {variant!r} has no absolute position embedding (kind='ape')")
-            n = length or ape.max_positions or encoder.config.max_position_embeddings
-            vectors = ape(torch.arange(n)[None])[0]  # (n, H); refuses n beyond the APE's maximum
-        else:
-            rpe = encoder.relative_for(layer)
-            if rpe is None or not rpe.has_offset_table:
-                raise ValueError(f"variant {variant!r} has no relative offset vectors (kind='rpe' needs rpe-*)")
-            k = rpe.max_distance if length is None else min(rpe.max_distance, length // 2)
-            vectors = rpe.table(k)  # (2k+1, d)
-        return (vectors @ vectors.T).double().numpy()  # (n, n)
+    if kind == "ape":
+        ape = encoder.embeddings.position
+        if ape is None:
+            raise ValueError(f"variant {variant!r} has no absolute position embedding (kind='ape')")
+        return ape_gram(encoder, length or ape.max_positions or encoder.config.max_position_embeddings)
+    rpe = encoder.relative_for(layer)
+    if rpe is None or not rpe.has_offset_table:
+        raise ValueError(f"variant {variant!r} has no relative offset vectors (kind='rpe' needs rpe-*)")
+    return rpe_gram(encoder, rpe.max_distance if length is None else min(rpe.max_distance, length // 2), layer)
+
+
+@torch.no_grad()
+def ape_gram(encoder: PEBertModel, n: int) -> np.ndarray:
+    r""":math:`p_x \cdot p_y` over positions ``0..n-1``: float64 ``(n, n)``; refuses ``n`` beyond the APE's maximum."""
+    vectors = encoder.embeddings.position(torch.arange(n)[None])[0]  # (n, H)
+    return (vectors @ vectors.T).double().numpy()  # (n, n)
+
+
+@torch.no_grad()
+def rpe_gram(encoder: PEBertModel, k: int, layer: int = 0) -> np.ndarray:
+    r""":math:`r_a \cdot r_b` over offsets ``-k..k`` of layer ``layer``'s offset table (row ``a`` is offset
+    ``a - k``): float64 ``(2k+1, 2k+1)``."""
+    vectors = encoder.relative_for(layer).table(k)  # (2k+1, d)
+    return (vectors @ vectors.T).double().numpy()  # (2k+1, 2k+1)
 
 
 #: Parameter-name endings of absolute position-embedding matrices in HuggingFace models

@@ -28,7 +28,7 @@ from pe_lib.extrapolation import BUCKETS_PER_LENGTH, length_extrapolation
 from pe_lib.io import content_key, manifested_dir, remove_stale_parts, verified
 from pe_lib.model import PEBertConfig, PEBertForMaskedLM, quiet_transformers
 from pe_lib.positions import parse_variant
-from pe_lib.probing import identical_word_attention
+from pe_lib.probing import ape_gram, identical_word_attention, rpe_gram
 from pe_lib.properties import chen_locality, chen_symmetry, indicators
 from pe_lib.training.finetune import finetune
 from pe_lib.training.pretrain import MLMData, PretrainConfig, make_blocks, pretrain, snapshot_dir, use_bf16
@@ -470,16 +470,13 @@ def analyse(model: PEBertForMaskedLM, seq_len: int, probe: dict) -> tuple[dict, 
     with torch.no_grad():
         ape = encoder.embeddings.position
         if ape is not None:
-            vectors = ape.vectors(torch.arange(seq_len))  # (n, H)
-            arrays["ape"] = (vectors @ vectors.T).double().numpy()
+            arrays["ape"] = ape_gram(encoder, seq_len)  # (n, n)
             payload["ape"] = indicators(arrays["ape"], window=ANALYSIS_WINDOW)
             if hasattr(ape, "freqs"):
                 arrays["ape_freqs"] = ape.freqs.double().numpy()
         rpe = encoder.relative_for(0)
         if rpe is not None and rpe.has_offset_table:
-            k = min(rpe.max_distance, seq_len - 1)
-            table = rpe.table(k)  # (2k+1, d)
-            arrays["rpe"] = (table @ table.T).double().numpy()
+            arrays["rpe"] = rpe_gram(encoder, min(rpe.max_distance, seq_len - 1))  # (2k+1, 2k+1)
             payload["rpe"] = indicators(arrays["rpe"], window=ANALYSIS_WINDOW)
             if hasattr(rpe, "freqs"):
                 arrays["rpe_freqs"] = np.stack([encoder.relative_for(i).freqs.double().numpy()
