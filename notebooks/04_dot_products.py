@@ -57,7 +57,7 @@ book.record_names(globals())
 profile: str = "smoke"  # results profile (smoke, cpu or gpu)
 variants: list[str] = []  # position embeddings to show; empty: the profile's
 results: str = "results"  # folder of the artifact store
-window: int = 8  # distances 1..window are "near" in the diagonal contrast
+window: int = 8  # distances 1..window are "near": the diagonal contrast and local monotonicity
 small_offset: int = 2  # largest absolute offset counted as small in the RPE band measures
 
 # %% tags=["hide-input"]

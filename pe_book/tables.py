@@ -50,7 +50,6 @@ def indicator_table(analyses: Mapping[str, Mapping], state: str = "trained", kin
     vectors; variants without them are left out). ``state``: ``"init"`` or ``"trained"``.
     ``window`` other than the analysis's own (``ANALYSIS_WINDOW``): local monotonicity over
     offsets 1..window, recomputed from the stored maps (``maps``: variant -> analysis arrays)."""
-
     columns = PROBE_INDICATORS if kind == "probe" else INDICATORS
     rows = {}
     for variant, payload in analyses.items():

@@ -46,25 +46,25 @@ class DotProducts:
 
 def compute(runner, variants: Sequence[str] = (), window: int = 8, small_offset: int = 2) -> DotProducts:
     """The maps of ``variants`` (default: the profile's) with an APE or an offset table; distances
-    1..``window`` are near in the APE's diagonal contrast, offsets up to ``small_offset`` small in
-    the RPE's bands. What the store lacks is computed."""
+    1..``window`` are near in the APE's diagonal contrast and the range of local monotonicity,
+    offsets up to ``small_offset`` are small in the RPE's bands. What the store lacks is computed."""
     names = resolve_variants(variants, runner.profile.variants)
     shown = [n for n in names if parse_variant(n).absolute or parse_variant(n).has_offset_table]
     analyses = {name: runner.ensure_analysis(name) for name in shown}
     maps = {(name, state, kind): a.arrays[f"{state}.{kind}"] for name, a in analyses.items()
             for kind in ("ape", "rpe") for state in ("init", "trained") if f"trained.{kind}" in a.arrays}
-    ape_rows, rpe_rows = {}, {}
-    for name, artifact in analyses.items():
-        payload, arrays = artifact.payload, artifact.arrays
-        if "trained.ape" in arrays:
-            ape_rows[name] = {**payload["trained"]["ape"],
-                              **{f"{key} cosine": v for key, v in geometry.ape_locality(arrays["trained.ape"], window).items()},
-                              "contrast at init": geometry.ape_locality(arrays["init.ape"], window)["contrast"]}
-        if "trained.rpe" in arrays:
-            rpe_rows[name] = {**payload["trained"]["rpe"], **geometry.rpe_bands(arrays["trained.rpe"], small_offset),
-                              "norm_ratio at init": geometry.rpe_bands(arrays["init.rpe"], small_offset)["norm_ratio"]}
-    ape_table = _table(ape_rows, APE_COLUMNS)
-    rpe_table = _table(rpe_rows, RPE_COLUMNS)
+    payloads = {name: a.payload for name, a in analyses.items()}
+    stored = {name: a.arrays for name, a in analyses.items()}
+    ape_geometry = {name: {**{f"{key} cosine": v for key, v in geometry.ape_locality(a["trained.ape"], window).items()},
+                           "contrast at init": geometry.ape_locality(a["init.ape"], window)["contrast"]}
+                    for name, a in stored.items() if "trained.ape" in a}
+    rpe_geometry = {name: {**geometry.rpe_bands(a["trained.rpe"], small_offset),
+                           "norm_ratio at init": geometry.rpe_bands(a["init.rpe"], small_offset)["norm_ratio"]}
+                    for name, a in stored.items() if "trained.rpe" in a}
+    ape_table = _table(tables.indicator_table(payloads, "trained", "ape", window=window, maps=stored), ape_geometry,
+                       APE_COLUMNS)
+    rpe_table = _table(tables.indicator_table(payloads, "trained", "rpe", window=window, maps=stored), rpe_geometry,
+                       RPE_COLUMNS)
     result = DotProducts(maps, ape_table, rpe_table, {})
     missing = sorted({v for _, v, _ in PANELS if v not in analyses})
     offsets = [m for (_, _, kind), m in maps.items() if kind == "rpe"]
@@ -75,8 +75,9 @@ def compute(runner, variants: Sequence[str] = (), window: int = 8, small_offset:
     return result
 
 
-def _table(rows: dict, columns: list[str]) -> pd.DataFrame:
-    table = pd.DataFrame.from_dict(rows, orient="index").rename_axis("variant")
+def _table(indicators: pd.DataFrame, geometry_rows: dict, columns: list[str]) -> pd.DataFrame:
+    """The indicators of the stored maps (local monotonicity over this chapter's window) beside their geometry."""
+    table = indicators.join(pd.DataFrame.from_dict(geometry_rows, orient="index"))
     return table[columns] if len(table) else table
 
 

@@ -162,3 +162,11 @@ def test_scale_defaults_to_the_study_variants_the_profile_has(store):
     assert study.variants == ["none", "ape-learned", "rpe-learned", "ape-sin-learned"] and study.tasks == ["sst2"]
     assert study.stored == study.planned and study.budget_tokens == [4 * 4 * 16]
     assert study.cited["smallest_budget"] in ("none of the stored budgets", f"{64 / 1e6:.1f} million tokens")
+
+
+def test_dot_products_window_reaches_local_monotonicity(store):
+    default, narrow = dot_products.compute(store), dot_products.compute(store, window=3)
+    stored = store.ensure_analysis("ape-sin-learned").payload["trained"]["ape"]["monotonicity_local"]
+    assert default.ape_table.loc["ape-sin-learned", "monotonicity_local"] == pytest.approx(stored)
+    assert narrow.ape_table["monotonicity_local"].ne(default.ape_table["monotonicity_local"]).any()
+    assert narrow.cited["window"] == 3
