@@ -86,7 +86,7 @@ if not os.path.isdir("{CLONE}"):
     subprocess.run(["git", "-C", "{CLONE}", "checkout", "--quiet", COMMIT], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "./{CLONE}"], check=True)
 os.chdir("{CLONE}")
-sys.path.insert(0, os.getcwd())  # pe_lib from the clone, so that it finds the clone's results'''
+sys.path.insert(0, os.getcwd())  # pe_lib and pe_book from the clone, so that they find the clone's results'''
 
 
 def colab_notebook(source: Path, repository: str, commit: str, parameters: dict[str, Any]):

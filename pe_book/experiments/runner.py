@@ -45,7 +45,8 @@ CODE_VERSIONS = {"pretrain": 1, "analysis": 1, "extrapolation": 1, "finetune": 1
 
 
 #: Offsets 1..ANALYSIS_WINDOW of the stored local monotonicity (a chapter with another window
-#: recomputes it from the stored maps: ``pe_book.tables.indicator_table``).
+#: recomputes it from the stored maps: ``pe_book.tables.indicator_table``). Part of the analysis
+#: stage's code, so a change of it goes with a bump of ``CODE_VERSIONS["analysis"]``.
 ANALYSIS_WINDOW = 8
 
 

@@ -271,3 +271,10 @@ def test_a_pretrained_folder_holds_its_tokenizer_and_a_card_of_its_training(runn
 
     filled = pipeline("fill-mask", model=str(folder))("the film was [MASK]")
     assert len(filled) == 5 and all(f["token_str"] in tokenizer.get_vocab() for f in filled)
+
+
+def test_the_analysis_window_goes_with_the_analysis_code_version():
+    """The stored local monotonicity is computed over 1..ANALYSIS_WINDOW, which is not in the key:
+    changing the window without bumping the analysis version would reuse stale artifacts."""
+    pinned = {1: 8}  # analysis code version -> its window; add a pair when bumping the version
+    assert pinned.get(runner_module.CODE_VERSIONS["analysis"]) == runner_module.ANALYSIS_WINDOW
