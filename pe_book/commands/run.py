@@ -17,6 +17,9 @@ def configure(parser) -> None:
     parser.add_argument("--work", help="folder for checkpoints and token blocks (default: <cache>/runs)")
     parser.add_argument("--dry-run", action="store_true",
                         help="list what is stored and what would be computed, per variant and stage; compute nothing")
+    parser.add_argument("--estimate-from", metavar="PROFILE",
+                        help="with --dry-run: the hours of what is to compute, at the rates measured by the stored "
+                             "artifacts of PROFILE (the same model and recipe on this machine type; e.g. scale)")
     parser.add_argument("--check", action="store_true",
                         help="with --dry-run: exit 1 when a stored artifact is not one this code would read "
                              "(an orphan: its key no longer matches, e.g. another machine's tokenizer)")
@@ -28,9 +31,9 @@ def run(args) -> int:
 
     runner = Runner(get_profile(args.profile), args.results, args.work, args.cache, progress=not args.no_progress)
     if args.dry_run:
-        return dry_run(runner, args.variants, args.tasks, args.check)
-    if args.check:
-        raise InputError("--check goes with --dry-run")
+        return dry_run(runner, args.variants, args.tasks, args.check, args.estimate_from)
+    if args.check or args.estimate_from:
+        raise InputError(f"{'--check' if args.check else '--estimate-from'} goes with --dry-run")
     timings = runner.run(args.variants, args.tasks)
     print(f"profile {args.profile}: artifacts in {runner.store.root}")
     for stage, seconds in timings.items():
@@ -38,8 +41,9 @@ def run(args) -> int:
     return 0
 
 
-def dry_run(runner, variants, tasks, check: bool) -> int:
-    """Per variant, each stage kind's count stored / to compute; the orphans; ``N stored, M to compute``."""
+def dry_run(runner, variants, tasks, check: bool, estimate_from: str | None = None) -> int:
+    """Per variant, each stage kind's count stored / to compute; the orphans; with ``estimate_from``
+    the hours of what is to compute; last, ``N stored, M to compute``."""
     planned = runner.plan(variants, tasks)
     by_variant: dict[str, Counter] = defaultdict(Counter)
     for a in planned:
@@ -54,6 +58,24 @@ def dry_run(runner, variants, tasks, check: bool) -> int:
     orphans = runner.orphans(planned)
     for folder in orphans:
         print(f"  orphan (no key of this code names it): {folder}")
+    if estimate_from:
+        print_estimate(runner, planned, estimate_from)
     stored = sum(a.stored for a in planned)
     print(f"{stored} stored, {len(planned) - stored} to compute" + (f", {len(orphans)} orphaned" if orphans else ""))
     return 1 if check and orphans else 0
+
+
+def print_estimate(runner, planned, calibration: str) -> None:
+    """The expected hours per stage, at the rates of the ``calibration`` profile's stored artifacts."""
+    from pe_book.experiments import costs
+    from pe_book.experiments.profiles import get_profile
+    from pe_book.experiments.store import Store
+
+    store = Store(runner.store.root.parent, get_profile(calibration).name)
+    if not store.artifact_folders():
+        raise InputError(f"--estimate-from {calibration}: no stored artifacts in {store.root} to measure rates on")
+    table = costs.estimate(runner, planned, costs.measured_rates(store))
+    print(f"expected hours at the rates measured by {store.root} (unknown: no measured rate):")
+    for row in table.itertuples():
+        unknown = f" ({row.unknown} unknown)" if row.unknown else ""
+        print(f"  {row.Index:14s} {row[1]:5d} to compute  {row.hours:7.2f} h{unknown}")

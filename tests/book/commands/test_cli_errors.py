@@ -226,3 +226,8 @@ def test_an_interrupt_is_one_line_and_status_130(folders, capsys, monkeypatch):
     assert "interrupted; finished artifacts and checkpoints are kept" in one_line(capsys, ["run", *folders], status=130)
     with pytest.raises(KeyboardInterrupt):
         main(["run", "--debug", *folders])
+
+
+def test_an_estimate_needs_a_dry_run(folders, capsys):
+    line = one_line(capsys, ["run", "--estimate-from", "scale"] + folders)
+    assert line.startswith("pe-lib run: error: --estimate-from goes with --dry-run")

@@ -1,0 +1,99 @@
+"""What computing a profile's missing artifacts will cost, in hours of this machine type, from the
+rates that stored artifacts measured (their provenance records the wall time of each).
+
+Rates (:func:`measured_rates`, from every artifact of a calibration store):
+
+* pretraining: tokens per second (each pretraining result's ``tokens_per_s``);
+* fine-tuning: seconds per training example and epoch, per task (evaluation included, in
+  proportion), from each fine-tuning artifact's wall time, training examples and epochs;
+* every other stage (analysis, extrapolation, baselines, unigram): the wall time of one artifact.
+
+Each rate is the median over the artifacts, so that the few computed beside other work (slower)
+do not drag it.
+
+A pretraining artifact at a kept budget costs the steps since the run's previous budget (a long
+run saves its snapshots on the way); a fine-tuning artifact costs its task's training examples
+(the profile's cap, or the task's size) times its epochs. The estimate is only as good as the
+calibration: use a store of the same model and recipe on the same machine type, run on an
+otherwise idle machine; a stage or task it never measured is reported as unknown, not guessed.
+"""
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+
+import pandas as pd
+
+from pe_book.experiments.runner import PlannedArtifact, Runner
+from pe_book.experiments.store import Store
+
+
+@dataclass
+class Rates:
+    tokens_per_s: float  # pretraining; NaN when no pretraining was measured
+    finetune_s_per_example: dict[str, float]  # task -> seconds per training example and epoch
+    stage_s: dict[str, float]  # other stage kind -> wall seconds of one artifact
+
+
+def stage_kind(stage: str) -> str:
+    """``"finetune"`` from ``"finetune-sst2-p0-seed1"``, ``"baselines"`` from ``"baselines-cola"``."""
+    return stage.split("-")[0]
+
+
+def measured_rates(store: Store) -> Rates:
+    """The rates of every artifact in ``store`` (see the module docstring)."""
+    tokens, per_example, walls = [], defaultdict(list), defaultdict(list)
+    for folder in store.artifact_folders():
+        document = json.loads((folder / "artifact.json").read_text())
+        payload, provenance = document["payload"], document["provenance"]
+        kind = stage_kind(folder.name)
+        if kind == "pretrain":
+            tokens.append(float(payload["result"]["tokens_per_s"]))
+        elif kind == "finetune":
+            config = provenance["config"]
+            work = payload["train_examples"] * config["finetune"]["epochs"]
+            per_example[config["task"]].append(provenance["wall_s"] / work)
+        else:
+            walls[kind].append(provenance["wall_s"])
+    return Rates(statistics.median(tokens) if tokens else math.nan,
+                 {t: statistics.median(v) for t, v in per_example.items()},
+                 {k: statistics.median(v) for k, v in walls.items()})
+
+
+def artifact_seconds(runner: Runner, artifact: PlannedArtifact, rates: Rates) -> float:
+    """The expected wall seconds of computing one planned artifact (NaN when its rate is unknown)."""
+    kind, config, profile = stage_kind(artifact.stage), artifact.config, runner.profile
+    if kind == "pretrain":
+        steps = config["pretrain"]["steps"]
+        earlier = [b for b in profile.pretrain.budgets if b < steps]
+        tokens = (steps - max(earlier, default=0)) * profile.pretrain.batch_size * profile.seq_len
+        return tokens / rates.tokens_per_s
+    if kind == "finetune":
+        task = config["task"]
+        if task not in rates.finetune_s_per_example:
+            return math.nan
+        examples = len(runner.task(task).splits["train"])
+        return examples * config["finetune"]["epochs"] * rates.finetune_s_per_example[task]
+    return rates.stage_s.get(kind, math.nan)
+
+
+def estimate(runner: Runner, planned: list[PlannedArtifact], rates: Rates) -> pd.DataFrame:
+    """Per stage kind: artifacts to compute, their expected hours, and how many have no measured
+    rate (``unknown``); a last row ``total``."""
+    rows: dict[str, dict] = defaultdict(lambda: {"to compute": 0, "hours": 0.0, "unknown": 0})
+    for artifact in planned:
+        if artifact.stored:
+            continue
+        row = rows[stage_kind(artifact.stage)]
+        seconds = artifact_seconds(runner, artifact, rates)
+        row["to compute"] += 1
+        if math.isnan(seconds):
+            row["unknown"] += 1
+        else:
+            row["hours"] += seconds / 3600
+    table = pd.DataFrame.from_dict(rows, orient="index", columns=["to compute", "hours", "unknown"]).rename_axis("stage")
+    table.loc["total"] = table.sum()
+    return table.astype({"to compute": int, "unknown": int})

@@ -1,0 +1,43 @@
+"""pe_book.experiments.costs: rates measured on a store, and the hours of a plan at those rates."""
+import dataclasses
+import math
+
+import pytest
+
+from book.experiments.test_runner import profile, runner, tokenizer  # noqa: F401 (fixtures)
+from pe_book.experiments import costs
+from pe_book.experiments.runner import Runner
+from pe_book.experiments.store import Store
+
+
+def test_rates_come_from_the_stored_artifacts(runner):  # noqa: F811
+    runner.run()
+    rates = costs.measured_rates(runner.store)
+    assert rates.tokens_per_s > 0 and set(rates.finetune_s_per_example) == {"sst2"}
+    assert {"analysis", "extrapolation", "baselines", "unigram"} <= set(rates.stage_s)
+    empty = costs.measured_rates(Store(runner.store.root.parent / "elsewhere", "none"))
+    assert math.isnan(empty.tokens_per_s) and empty.finetune_s_per_example == {} and empty.stage_s == {}
+
+
+def test_a_budget_costs_the_steps_since_the_previous_one(runner, profile):  # noqa: F811
+    rates = costs.Rates(tokens_per_s=16.0, finetune_s_per_example={"sst2": 0.5}, stage_s={"analysis": 2.0})
+    pretrain = dataclasses.replace(profile.pretrain, schedule="constant", steps=8, snapshot_steps=(2, 4))
+    longer = Runner(dataclasses.replace(profile, pretrain=pretrain), runner.store.root.parent / "longer", runner.work,
+                    progress=False, tokenizer=runner.tokenizer, data=runner.mlm_data())
+    planned = longer.plan()
+    pretrains = [a for a in planned if a.stage.startswith("pretrain") and a.variant == "ape-learned"]
+    tokens_per_step = profile.pretrain.batch_size * profile.seq_len  # 4 x 16 = 64 tokens: 4 s a step at 16 tok/s
+    assert [costs.artifact_seconds(longer, a, rates) for a in pretrains] == [2 * tokens_per_step / 16, 2 * tokens_per_step / 16,
+                                                                            4 * tokens_per_step / 16]
+    finetune = next(a for a in planned if a.stage.startswith("finetune"))
+    train = len(longer.task("sst2").splits["train"])
+    assert costs.artifact_seconds(longer, finetune, rates) == train * profile.finetune.epochs * 0.5
+    table = costs.estimate(longer, planned, rates)
+    assert table.loc["total", "to compute"] == len(planned) and table.loc["analysis", "hours"] == pytest.approx(6 * 2.0 / 3600)
+    assert table.loc["extrapolation", "unknown"] == 2 and table.loc["total", "unknown"] == table["unknown"].iloc[:-1].sum()
+
+
+def test_stored_artifacts_cost_nothing(runner):  # noqa: F811
+    runner.run()
+    table = costs.estimate(runner, runner.plan(), costs.measured_rates(runner.store))
+    assert list(table.index) == ["total"] and table.loc["total", "hours"] == 0
