@@ -119,10 +119,8 @@ def cls_gap(per_seed: pd.DataFrame, reference: str, pairs: Mapping[str, str], co
     (Holm over the two, Bonferroni intervals)."""
     means = summarise(per_seed[[column]])[(column, "mean")]
 
-
     def mean(variant: str) -> float:
         return float(means.get(variant, math.nan))
-
 
     rows = {}
     for untied, tied in pairs.items():
@@ -150,7 +148,6 @@ def correlations(indicators: pd.DataFrame, scores: pd.Series | pd.DataFrame,
     and each score column (seed means, rows: variants), variants in ``exclude`` and NaNs left
     out. Rows ``(indicator, score)``; columns ``rho``, ``p``, ``n``."""
     from scipy.stats import spearmanr
-
 
     scores = scores.to_frame() if isinstance(scores, pd.Series) else scores
     rows = []

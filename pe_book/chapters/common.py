@@ -19,10 +19,10 @@ from pe_book.experiments.runner import Runner
 from pe_lib.data.tasks import TASKS, get_task
 from pe_lib.positions import resolve_variants
 
+
 def open_runner(profile: str, results: str = "results"):
     """A :class:`~pe_book.experiments.runner.Runner` of the named profile on the artifact store
     ``results``, without progress bars (notebooks read artifacts through it)."""
-
     return Runner(get_profile(profile), results=results, progress=False)
 
 

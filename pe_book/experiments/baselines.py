@@ -264,7 +264,6 @@ def best_constant_scores(runner, tasks: Sequence[str], groups: Mapping[str, Sequ
     return scores
 
 
-
 def null_threshold_note(finetuned: Mapping[tuple, Mapping], means, constant, task: str = "squad_v2") -> str:
     """What the null-score thresholds chosen on the validation split did on SQuAD v2.0, in a
     sentence for chapter 07 ("" when ``task`` was not run). ``finetuned``: payloads keyed

@@ -12,6 +12,7 @@ from pe_book import claims, stats
 from pe_book.experiments import profiles
 from pe_book.stats import Claim, Comparison
 
+
 def test_assess_claims_end_to_end():
     per_seed = _per_seed({"x": [[10.0, 11.0, 12.0], [13.0, 12.0, 13.5], [11.0, 11.5, 12.0]],
                           "y": [[1.0, 2.0, 3.0], [2.0, 2.5, 1.5], [3.0, 2.0, 2.5]],
@@ -96,6 +97,7 @@ def test_cls_gap_verdicts(untied, share, conclusion):
     assert row["share closed"] == pytest.approx(share)
     assert row["gain low"] < row["gain"] < row["gain high"]
     assert row["conclusion"] == conclusion
+
 
 def test_cls_gap_without_a_gap_or_a_spread():
     pairs = {"rpe-learned+untie-cls": "rpe-learned"}

@@ -9,6 +9,7 @@ import pytest
 
 from pe_book import tables
 
+
 def _analysis(mono, ti, ape=True):
     probe = {"monotonicity": mono, "monotonicity_local": mono, "translation_invariance": ti, "symmetry": 0.5,
              "chen_locality": 0.1, "chen_symmetry": None}

@@ -5,6 +5,7 @@ import pytest
 
 from pe_book.chapters import common
 
+
 def test_chapter_tasks_keeps_the_chapters_kind_and_refuses_the_other():
     assert list(common.chapter_tasks([], ["cola", "squad", "sst2", "squad_v2"], span=False)) == ["cola", "sst2"]
     assert list(common.chapter_tasks([], ["cola", "squad", "sst2", "squad_v2"], span=True)) == ["squad", "squad_v2"]

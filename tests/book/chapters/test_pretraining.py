@@ -7,6 +7,7 @@ import pytest
 
 from pe_book.chapters import pretraining
 
+
 def test_curve_frame_and_final_losses():
     curves = {"a": [{"step": 5, "split": "train", "loss": 3.0, "lr": 1e-3}, {"step": 10, "split": "validation", "loss": 2.5}],
               "b": [{"step": 10, "split": "validation", "loss": 2.0}]}
