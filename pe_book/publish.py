@@ -143,6 +143,9 @@ def configure(parser) -> None:
     check = sub.add_parser("check", help="refuse a repository URL that is not the repository being published")
     check.add_argument("--github-repository", help="<owner>/<name> (default: $GITHUB_REPOSITORY)")
     sub.add_parser("url", help="print the repository URL and the book's address")
+    readme = sub.add_parser("readme", help="write the README's headline figure and table from a profile's complete results")
+    readme.add_argument("--profile", default="cpu", help="the profile whose committed results are shown (default: cpu)")
+    readme.add_argument("--results", default="results", help="artifact store folder (default: results/)")
 
 
 def run(args) -> int:
@@ -151,6 +154,11 @@ def run(args) -> int:
     if args.action == "colab":
         for path in write_colab_notebooks(Path(args.out), args.commit, args.profile):
             print(path)
+    elif args.action == "readme":
+        from pe_book.chapters.common import open_runner
+        from pe_book.headline import update_readme
+
+        print(update_readme(open_runner(args.profile, args.results)))
     elif args.action == "check":
         url = repository_url()
         check_repository(url, args.github_repository or os.environ.get("GITHUB_REPOSITORY"))

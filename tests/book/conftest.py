@@ -1,6 +1,7 @@
-"""A tiny fixture store for the chapters' compute functions: five variants of a 2-layer model of
-hidden size 16, pretrained for 4 steps on random blocks, fine-tuned on a sentence task and a span
-task (two seeds each), with their analyses, extrapolations and baselines; computed once per session."""
+"""A tiny fixture store for the chapters' compute functions and the README headline: five
+variants of a 2-layer model of hidden size 16, pretrained for 4 steps on random blocks, fine-tuned
+on a sentence task and a span task (two seeds each), with their analyses, extrapolations and
+baselines; computed once per session."""
 import dataclasses
 
 import numpy as np

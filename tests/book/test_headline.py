@@ -1,0 +1,45 @@
+"""pe_book.headline: the README's figure and table, written between its markers from a complete store."""
+import pytest
+
+from pe_book import headline
+from pe_book.publish import PublishError
+
+ROOT_PYPROJECT = "[project.urls]\nRepository = \"https://github.com/pe-book/pe-lib\"\n"
+
+
+@pytest.fixture
+def root(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(ROOT_PYPROJECT)
+    (tmp_path / "README.md").write_text(f"# title\n\nbefore\n{headline.START}\nold\n{headline.END}\nafter\n")
+    return tmp_path
+
+
+def test_the_headline_replaces_the_block_and_nothing_else(store, root, monkeypatch):
+    monkeypatch.setattr(headline, "ROOT", root)
+    headline.update_readme(store, root)
+    text = (root / "README.md").read_text()
+    assert text.startswith("# title\n\nbefore\n<!-- headline:start -->\n![") and text.endswith("<!-- headline:end -->\nafter\n")
+    assert "old" not in text and (root / "book" / "_static" / "headline-test.png").stat().st_size > 1000
+    assert "| cls-ape-best" not in text and "| Fully learnable APE is the best single PE" in text
+    assert "https://pe-book.github.io/pe-lib/" in text
+    headline.update_readme(store, root)
+    assert (root / "README.md").read_text() == text, "a second run writes the same README"
+
+
+def test_markers_and_a_complete_store_are_required(store, root, tmp_path):
+    (root / "README.md").write_text("# no markers\n")
+    with pytest.raises(PublishError, match="needs one '<!-- headline:start -->' line"):
+        headline.update_readme(store, root)
+
+
+def test_an_incomplete_store_is_refused(store, root, monkeypatch):
+    monkeypatch.setattr(type(store), "plan", lambda self, *a: [type("A", (), {"stored": False})()])
+    with pytest.raises(PublishError, match="incomplete \\(1 artifacts to compute\\): run `pe-lib run --profile test` first"):
+        headline.update_readme(store, root)
+
+
+def test_markdown_table():
+    import pandas as pd
+
+    table = pd.DataFrame({"claim": ["a|b"], "effect": [1.25], "MDE": [float("nan")]})
+    assert headline.markdown(table) == "| claim | effect | MDE |\n|---|---|---|\n| a\\|b | +1.2 | — |"
