@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pretrain": ("pe_book.commands.pretrain", "MLM-pretrain one variant (resumable; accelerate/DDP aware)"),
     "finetune": ("pe_book.commands.finetune", "fine-tune a pretrained model on one task"),
     "run": ("pe_book.commands.run", "compute every missing artifact of a profile"),
+    "adopt": ("pe_book.commands.adopt", "take the artifacts and models another profile computed under the same keys"),
     "verify": ("pe_book.commands.verify", "recompute one variant from scratch and compare it with the committed results"),
     "properties": ("pe_book.commands.properties", "property indicators of a model's position embeddings"),
     "book": ("pe_book.book", "execute the notebooks with papermill and build the Jupyter Book"),
