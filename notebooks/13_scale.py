@@ -41,6 +41,7 @@ warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a no
 
 from pe_book import book
 from pe_book.chapters import common, scale
+from pe_book.experiments.profiles import get_profile
 
 book.record_names(globals())
 
@@ -64,7 +65,7 @@ finetune_screen: str = "studies/finetune_screen/results.jsonl"  # the fine-tunin
 # %% tags=["hide-cell"]
 params = book.check_notebook_parameters(globals())
 runner = common.open_runner(profile, results)
-study = scale.compute(runner, variants, tasks)
+study = scale.compute(runner, variants, tasks, cpu=get_profile("cpu"))
 book.glue("profile_name", profile)
 book.glue_all(study.cited)
 common.data_used(params, runner, study.tasks)
@@ -222,3 +223,20 @@ table.style.format({"tokens": "{:,.0f}", "loss: ape-learned − none": "{:+.3f}"
 # variant with the best validation average scores at least {glue:text}`margin` points above the
 # best constant predictor on the test split. All three first hold at
 # **{glue:text}`smallest_budget`**.
+
+# %% [markdown]
+# ## What the cpu profile would cost
+#
+# The cpu profile is to run every variant of the paper, with three pretraining seeds for `none`,
+# `ape-learned` and `rpe-learned` and three fine-tuning seeds everywhere, in at most
+# {glue:text}`cpu_hours` hours on this 2-core machine. The table prices it as the study's recipe at
+# each of the study's budgets, fine-tuned on as many examples as the study, at the rates the
+# study's own artifacts measured (`pe-lib run --dry-run --estimate-from scale` gives the same for
+# any profile); what the study already holds under the same key (its models, which `pe-lib adopt`
+# takes, and their analyses) costs nothing. Tasks the study never fine-tuned on (the span tasks)
+# have no measured rate and are counted, not priced. The largest budget whose priced part fits:
+# {glue:text}`cpu_affordable`.
+
+# %% tags=["hide-input"]
+study.cpu_costs.style.format({"tokens": "{:,.0f}", "pretraining (h)": "{:.1f}", "fine-tuning (h)": "{:.1f}",
+                              "total (h)": "{:.1f}"}).hide(axis="index").set_table_attributes('class="dataframe"')

@@ -21,14 +21,16 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from pe_book.chapters import common
+from pe_book.experiments import adopt, costs
 from pe_book.experiments.baselines import task_score
+from pe_book.experiments.profiles import Profile
 from pe_book.experiments.runner import Runner, stage_name
 from pe_lib.positions import resolve_variants
 
@@ -38,6 +40,8 @@ DIAGONAL_THRESHOLD = 0.2
 CHANCE_MARGIN = 10.0
 #: The variants criteria (a) and (b) compare.
 APE, NO_PE = "ape-learned", "none"
+#: The cpu profile's limit: its whole run, on the 2-core machine (issue 14).
+CPU_HOURS = 10.0
 #: The study's variants (those a profile has are its default).
 STUDY_VARIANTS = (NO_PE, APE, "rpe-learned", "ape-sin-learned")
 
@@ -57,6 +61,7 @@ class ScaleStudy:
     variants: list[str] = field(default_factory=list)  # the variants studied
     tasks: list[str] = field(default_factory=list)  # the tasks of the classification average
     budget_tokens: list[int] = field(default_factory=list)  # the tokens of every kept budget, stored or not
+    cpu_costs: pd.DataFrame | None = None  # what the cpu profile would cost at each budget (cpu_costs)
     cited: dict = field(default_factory=dict)  # the numbers and phrases the prose cites, by glue name
 
 
@@ -145,10 +150,11 @@ def criteria_at(models: pd.DataFrame, constant: float) -> dict:
     }
 
 
-def compute(runner: Runner, variants: Sequence[str] = (), tasks: Sequence[str] = ()) -> ScaleStudy:
+def compute(runner: Runner, variants: Sequence[str] = (), tasks: Sequence[str] = (), cpu: Profile | None = None) -> ScaleStudy:
     """The scale study of ``runner``'s profile over ``variants`` (default: those of
     :data:`STUDY_VARIANTS` the profile has; criteria (a) and (b) need ``ape-learned`` and
-    ``none``) and the sentence-level ``tasks`` (default: the profile's). Reads the store only."""
+    ``none``) and the sentence-level ``tasks`` (default: the profile's); with ``cpu``, what that
+    profile would cost at each budget (:func:`cpu_costs`). Reads the store only."""
     names = resolve_variants(variants, [v for v in STUDY_VARIANTS if v in runner.profile.variants])
     tasks = list(common.chapter_tasks(tasks, runner.profile.tasks, span=False))
     models = collect(runner, names, tasks)
@@ -175,6 +181,9 @@ def compute(runner: Runner, variants: Sequence[str] = (), tasks: Sequence[str] =
                    "constant": study.constant, "bag_of_words": study.bag_of_words,
                    "smallest_budget": "none of the stored budgets" if study.smallest_budget is None
                    else f"{study.smallest_budget / 1e6:.1f} million tokens"}
+    if cpu is not None:
+        study.cpu_costs = cpu_costs(runner, cpu)
+        study.cited.update(cpu_hours=CPU_HOURS, cpu_affordable=largest_affordable(study.cpu_costs))
     return study
 
 
@@ -237,3 +246,44 @@ def finetune_screen_table(screen: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     table = pd.concat([scores, examples], axis=1).sort_index(axis=1, level=0, sort_remaining=False)
     best = screen.loc[screen.groupby("task")["test"].idxmax()]
     return table, "; ".join(f"{r.task} {r.test:.1f} with {r['training examples']:,} examples" for _, r in best.iterrows())
+
+
+def cpu_candidate(study: Profile, cpu: Profile, steps: int) -> Profile:
+    """The cpu profile as the study's recipe at ``steps``: the study's model, data and training, with
+    the cpu profile's variants, tasks and seeds, fine-tuned on as many examples as the study."""
+    return replace(study, name=cpu.name, description=cpu.description, variants=cpu.variants, tasks=cpu.tasks,
+                   seeds=cpu.seeds, pretrain_seeds=cpu.pretrain_seeds,
+                   pretrain_seeds_by_variant=cpu.pretrain_seeds_by_variant,
+                   pretrain=replace(study.pretrain, steps=steps, snapshot_steps=()))
+
+
+def cpu_costs(runner: Runner, cpu: Profile) -> pd.DataFrame:
+    """What the cpu profile would cost as the study's recipe at each of the study's budgets, in
+    hours of this machine type at the rates the study's stored artifacts measured
+    (:mod:`pe_book.experiments.costs`): what the study already holds under the same key (its
+    models and their analyses, which ``pe-lib adopt`` takes) counts nothing."""
+    rates = costs.measured_rates(runner.store)
+    held = {(folder.parent.name, adopt.artifact_key(folder)) for folder in runner.store.artifact_folders()}
+    rows = []
+    for steps in runner.profile.pretrain.budgets:
+        candidate = runner.with_profile(cpu_candidate(runner.profile, cpu, steps))
+        planned = [replace(a, stored=a.stored or (a.variant, adopt.artifact_key(a.folder)) in held) for a in candidate.plan()]
+        table = costs.estimate(candidate, planned, rates)
+        hours = table["hours"]
+        rows.append({"steps": steps, "tokens": steps * runner.profile.pretrain.batch_size * runner.profile.seq_len,
+                     "pretraining (h)": hours.get("pretrain", 0.0), "fine-tuning (h)": hours.get("finetune", 0.0),
+                     "total (h)": hours["total"], "held by the study": sum(a.stored for a in planned),
+                     "to compute": int(table.loc["total", "to compute"]),
+                     "without a measured rate": int(table.loc["total", "unknown"])})
+    return pd.DataFrame(rows)
+
+
+def largest_affordable(table: pd.DataFrame, hours: float = CPU_HOURS) -> str:
+    """The largest budget of a :func:`cpu_costs` table whose known cost fits ``hours``, in words."""
+    fits = table[table["total (h)"] <= hours]
+    if not len(fits):
+        return f"none of the budgets fits {hours:g} hours"
+    row = fits.iloc[-1]
+    unknown = f" plus {row['without a measured rate']} artifacts without a measured rate" if row["without a measured rate"] else ""
+    return (f"{row['tokens'] / 1e6:.1f} million tokens ({int(row['steps']):,} steps): "
+            f"{row['total (h)']:.1f} hours{unknown}")

@@ -90,6 +90,12 @@ class Runner:
         self._tasks: dict = {}
         self._task_keys: dict[str, str] = {}
 
+    def with_profile(self, profile: Profile) -> Runner:
+        """A runner of ``profile`` on the same store, work folder, cache and given data (a study
+        weighing another profile's plan against its own artifacts)."""
+        return Runner(profile, self.store.root.parent, self.work, self.cache_dir, self.progress,
+                      self._tokenizer if self._given_data else None, self._data if self._given_data else None)
+
     # ------------------------------------------------------------------ data
 
     @property

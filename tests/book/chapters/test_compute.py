@@ -1,6 +1,7 @@
 """Every chapter's compute function on the tiny fixture store (``conftest.store``), and every
 ``{glue}`` reference of its notebook resolved against what the notebook glues itself and the
 result's ``cited`` numbers, without executing a notebook or building the book."""
+import dataclasses
 import importlib
 from pathlib import Path
 
@@ -32,6 +33,8 @@ def compute(notebook: Path, runner):
         return module.compute(runner, PAPER_VARIANTS_01, hidden_size=16, num_heads=2, length=8, n_words=3, window=3)
     if module is real_models:
         return module.compute(runner, ["gpt2"], length=8, window=3)  # offline: gpt2 is skipped, with its reason
+    if module is scale:
+        return module.compute(runner, cpu=runner.profile)
     return module.compute(runner)
 
 
@@ -170,3 +173,13 @@ def test_dot_products_window_reaches_local_monotonicity(store):
     assert default.ape_table.loc["ape-sin-learned", "monotonicity_local"] == pytest.approx(stored)
     assert narrow.ape_table["monotonicity_local"].ne(default.ape_table["monotonicity_local"]).any()
     assert narrow.cited["window"] == 3
+
+
+def test_scale_prices_the_cpu_profile_at_each_budget(store):
+    cpu = dataclasses.replace(store.profile, name="cpu-like", variants=("none", "ape-learned", "alibi"), seeds=(0, 1, 2))
+    study = scale.compute(store, cpu=cpu)
+    row = study.cpu_costs.iloc[0]
+    assert list(study.cpu_costs["steps"]) == [4] and row["held by the study"] > 0
+    assert row["to compute"] > 0 and row["total (h)"] > 0 and row["without a measured rate"] == 0
+    assert study.cited["cpu_affordable"].startswith("0.0 million tokens (4 steps)")
+    assert scale.largest_affordable(study.cpu_costs, hours=0.0) == "none of the budgets fits 0 hours"
