@@ -285,5 +285,4 @@ def largest_affordable(table: pd.DataFrame, hours: float = CPU_HOURS) -> str:
         return f"none of the budgets fits {hours:g} hours"
     row = fits.iloc[-1]
     unknown = f" plus {row['without a measured rate']} artifacts without a measured rate" if row["without a measured rate"] else ""
-    return (f"{row['tokens'] / 1e6:.1f} million tokens ({int(row['steps']):,} steps): "
-            f"{row['total (h)']:.1f} hours{unknown}")
+    return f"{int(row['tokens']):,} tokens ({int(row['steps']):,} steps): {row['total (h)']:.1f} hours{unknown}"

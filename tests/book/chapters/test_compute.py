@@ -181,5 +181,5 @@ def test_scale_prices_the_cpu_profile_at_each_budget(store):
     row = study.cpu_costs.iloc[0]
     assert list(study.cpu_costs["steps"]) == [4] and row["held by the study"] > 0
     assert row["to compute"] > 0 and row["total (h)"] > 0 and row["without a measured rate"] == 0
-    assert study.cited["cpu_affordable"].startswith("0.0 million tokens (4 steps)")
+    assert study.cited["cpu_affordable"].startswith("256 tokens (4 steps): 0.0 hours")
     assert scale.largest_affordable(study.cpu_costs, hours=0.0) == "none of the budgets fits 0 hours"
