@@ -263,7 +263,7 @@ def cpu_costs(runner: Runner, cpu: Profile) -> pd.DataFrame:
     (:mod:`pe_book.experiments.costs`): what the study already holds under the same key (its
     models and their analyses, which ``pe-lib adopt`` takes) counts nothing."""
     rates = costs.measured_rates(runner.store)
-    held = {(folder.parent.name, adopt.artifact_key(folder)) for folder in runner.store.artifact_folders()}
+    held = adopt.stored_by_key(runner)
     rows = []
     for steps in runner.profile.pretrain.budgets:
         candidate = runner.with_profile(cpu_candidate(runner.profile, cpu, steps))

@@ -36,12 +36,17 @@ def artifact_key(folder: Path) -> str:
     return folder.name.rsplit("-", 1)[1]
 
 
+def stored_by_key(runner: Runner) -> dict[tuple[str, str], Path]:
+    """``(variant, key) -> artifact folder`` of every checksum-valid artifact in ``runner``'s store."""
+    return {(folder.parent.name, artifact_key(folder)): folder for folder in runner.store.artifact_folders()
+            if verified(folder, f"artifact {folder}")}
+
+
 def adopt(target: Runner, source: Runner) -> Adopted:
     """Copy into ``target``'s store every artifact its plan lacks that ``source``'s store holds under
     the same key, and install every model of ``source``'s runs that ``target`` names by the same key."""
     done = Adopted()
-    found = {(folder.parent.name, artifact_key(folder)): folder for folder in source.store.artifact_folders()
-             if verified(folder, f"artifact {folder}")}
+    found = stored_by_key(source)
     for planned in target.plan():
         origin = found.get((planned.variant, artifact_key(planned.folder)))
         if planned.stored or origin is None:
