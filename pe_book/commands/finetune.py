@@ -32,7 +32,7 @@ def run(args) -> int:
     profile = get_profile(args.profile)
     model_vocab = model_config(args.model).vocab_size
     check_weights(args.model)
-    task = load_task(args.task, profile.data_source, args.cache, max_train=profile.task_max_train)
+    task = load_task(args.task, profile.data_source, args.cache, max_train=profile.max_train_for(args.task))
     tokenizer = (BertTokenizer.from_pretrained(args.tokenizer) if args.tokenizer
                  else Runner(profile, cache_dir=args.cache, progress=not args.no_progress).tokenizer)
     if model_vocab != len(tokenizer):

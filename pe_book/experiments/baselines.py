@@ -2,7 +2,7 @@ r"""Baselines beside every score table: what a reader needs to tell a model from
 
 A score means little without the score of something that does not learn from positions, or does
 not learn at all. For every table of the book this module computes, with the same metric code, on
-the same training examples the models see (``profile.task_max_train``) and the same validation and
+the same training examples the models see (``profile.max_train_for(task)``) and the same validation and
 test examples they are scored on (``profile.task_max_eval``):
 
 * **the best constant predictor** of each metric (:func:`best_constant`). The constant is chosen

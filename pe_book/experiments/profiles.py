@@ -3,9 +3,9 @@ sequence length, steps, batch, learning rates, tasks, seeds and variants; code p
 branch on a profile's name.
 
 * ``smoke``: everything tiny; the whole pipeline (all variants, all offline tasks) in minutes on 2 cores.
-* ``cpu``: the published reproduction on a 2-core CPU (about 2 h 15 min in all).
 * ``scale``: the scale study (issue 14): four variants pretrained to 16x the first cpu budget,
   with models kept and evaluated at 1x, 2x, 4x, 8x and 16x; it chooses the cpu profile's budget.
+* ``cpu``: the published reproduction on a 2-core CPU: the study's recipe at the budget it chose.
 * ``gpu``: BERT-base-sized, for users with accelerators (not run here).
 """
 from __future__ import annotations
@@ -44,7 +44,8 @@ class Profile:
     seeds: tuple[int, ...] = (0,)  # fine-tuning seeds, run on every pretrained model
     pretrain_seeds: int = 1  # pretraining seeds (0, 1, ...) of every variant ...
     pretrain_seeds_by_variant: dict[str, int] = field(default_factory=dict)  # ... unless named here
-    task_max_train: int | None = 4000
+    task_max_train: int | None = 4000  # training examples of every task ...
+    task_max_train_by_task: dict[str, int] = field(default_factory=dict)  # ... unless named here
     task_max_eval: int | None = 1000  # validation/test examples scored (first N of the fixed split)
     probe: dict = field(default_factory=lambda: {"length": 64, "n_words": 100})
     data_source: str = "auto"  # hub when online, packaged analogues otherwise
@@ -55,6 +56,10 @@ class Profile:
         """The pretraining seeds of ``variant``: each is one pretrained model, fine-tuned with every
         seed of :attr:`seeds`, so comparisons see the variance of both."""
         return tuple(range(self.pretrain_seeds_by_variant.get(variant, self.pretrain_seeds)))
+
+    def max_train_for(self, task: str) -> int | None:
+        """The cap on ``task``'s training examples (None: all of them)."""
+        return self.task_max_train_by_task.get(task, self.task_max_train)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -80,32 +85,6 @@ SMOKE = Profile(
     extrapolation_tokens=8_192,
 )
 
-#: Budget of the cpu profile (measured on the 2-core AMD EPYC with AVX512-BF16 of these machines,
-#: 2026-11-29, bf16 autocast): its model pretrains at about 23,000 tokens/s (4,096 tokens a step,
-#: 0.18 s); fine-tuning one seed of the six tasks took 130 s with 2,000 training examples (span
-#: tasks 35 s each), about 100 s with 1,500. Per variant: 1,000 steps (4.1 M tokens, 180 s) +
-#: 3 seeds x 100 s + analysis 5 s, about 485 s; 16 variants (14 + 2 with [CLS] untied): about
-#: 130 minutes.
-#: Length extrapolation (131,072 validation tokens at 128, 256 and 512 tokens, evaluation only,
-#: measured on a cpu-sized model under load): 5-14 s a variant, about 3 minutes in all.
-CPU = Profile(
-    name="cpu",
-    description="the published reproduction on a 2-core CPU with bf16 (about 2 h 15 min in all)",
-    model=dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=2, intermediate_size=512,
-               max_position_embeddings=256, rpe_max_distance=64),
-    pretrain=PretrainConfig(steps=1000, batch_size=32, lr=1e-3, warmup_steps=100, log_every=10, eval_every=100,
-                            eval_batches=8, checkpoint_every=100),
-    finetune=FinetuneConfig(epochs=2, batch_size=32, lr=3e-4, max_seq_len=128, doc_stride=32, max_question_len=48,
-                            max_answer_len=16),
-    seq_len=128,
-    corpus_tokens=None,
-    seeds=(0, 1, 2),
-    pretrain_seeds_by_variant={"none": 3, "ape-learned": 3, "rpe-learned": 3},
-    task_max_train=1500,
-    task_max_eval=400,
-    probe={"length": 128, "n_words": 100},
-)
-
 #: The recipe of the scale study, the same for every variant, from the recipe screen of
 #: 2026-11-30 (notes in the scale chapter): under BERT's recipe (post-LN, lr 1e-3, dropout 0.1, 15%
 #: masking, sequence 128) no variant used position at 1M tokens (rope = none), and a randomly
@@ -120,6 +99,9 @@ SCALE_MODEL = dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=2, 
 #: 1x of the scale study: the first cpu profile's 4.1M tokens (2,000 steps of 32 x 64 tokens).
 #: Validation: 32 batches (about 19,700 masked tokens), so that seeds' losses are told apart.
 SCALE_UNIT_STEPS = 2000
+#: Fine-tuning of the study and of the cpu profile (2 epochs, dynamic padding up to 128 tokens).
+SMALL_FINETUNE = FinetuneConfig(epochs=2, batch_size=32, lr=3e-4, max_seq_len=128, doc_stride=32, max_question_len=48,
+                                max_answer_len=16)
 
 SCALE = Profile(
     name="scale",
@@ -128,7 +110,7 @@ SCALE = Profile(
     pretrain=PretrainConfig(steps=16 * SCALE_UNIT_STEPS, batch_size=32, lr=3e-3, warmup_steps=500, mask_prob=0.30,
                             schedule="inverse-sqrt", snapshot_steps=tuple(m * SCALE_UNIT_STEPS for m in (1, 2, 4, 8)),
                             log_every=50, eval_every=500, eval_batches=32, checkpoint_every=500),
-    finetune=CPU.finetune,
+    finetune=SMALL_FINETUNE,
     seq_len=64,
     corpus_tokens=None,
     variants=("none", "ape-learned", "rpe-learned", "ape-sin-learned"),
@@ -143,6 +125,33 @@ SCALE = Profile(
     task_max_train=10_000,
     task_max_eval=400,
     probe={"length": 64, "n_words": 100},
+)
+
+#: The cpu profile's budget, chosen by the scale study (chapter 13): 4x (8,000 steps, 16.4M
+#: tokens), the smallest budget at which criteria (a)-(c) all hold. It is the study's recipe
+#: stopped there (the same learning rate at every step, an anytime schedule), in fp32 on every
+#: machine: the chunks of the run fall on whatever CPU a session gets (AMD EPYC with AVX512-BF16,
+#: Intel with or without AMX), and "auto" would train some variants in bf16 and others in fp32.
+#: Fine-tuning: 4,000 training examples a sentence task (the study used 10,000; cola has 2,751) and
+#: 2,000 a span task (a span fine-tuning costs about 3 sentence ones: 59 s against 19 s for 3,000
+#: examples, measured on 2026-12-01), so that 16 variants, 22 pretrained models and 3 fine-tuning
+#: seeds of 6 tasks fit 10 hours: about 6.1 h of pretraining at the rates the study measured
+#: (``pe-lib run --profile cpu --dry-run --estimate-from scale``), 1.7 h of sentence and 1.5 h of
+#: span fine-tuning.
+CPU = Profile(
+    name="cpu",
+    description="the published reproduction on a 2-core CPU: the scale study's recipe at 4x (16.4M tokens a model)",
+    model=SCALE_MODEL,
+    pretrain=replace(SCALE.pretrain.at(4 * SCALE_UNIT_STEPS), precision="fp32"),
+    finetune=replace(SMALL_FINETUNE, precision="fp32"),
+    seq_len=SCALE.seq_len,
+    corpus_tokens=None,
+    seeds=(0, 1, 2),
+    pretrain_seeds_by_variant={"none": 3, "ape-learned": 3, "rpe-learned": 3},
+    task_max_train=4000,
+    task_max_train_by_task={"squad": 2000, "squad_v2": 2000},
+    task_max_eval=400,
+    probe=SCALE.probe,
 )
 
 GPU = Profile(

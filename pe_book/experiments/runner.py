@@ -148,7 +148,7 @@ class Runner:
             from pe_lib.data import load_task
 
             t0 = time.perf_counter()
-            task = load_task(name, self.profile.data_source, self.cache_dir, max_train=self.profile.task_max_train)
+            task = load_task(name, self.profile.data_source, self.cache_dir, max_train=self.profile.max_train_for(name))
             if self.profile.task_max_eval is not None:
                 for split in ("validation", "test"):
                     task.splits[split] = task.splits[split].select(range(min(self.profile.task_max_eval, len(task.splits[split]))))

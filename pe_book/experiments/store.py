@@ -43,15 +43,23 @@ def git_commit() -> str:
     return commit + ("-dirty" if dirty else "")
 
 
+#: CPU features that change which kernels run, hence the bits of a trained model: two machines
+#: with one model name ("Intel(R) Xeon(R) Processor") may differ in them (AMX or not).
+ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16", "amx_tile")
+
+
 def hardware() -> dict[str, Any]:
-    cpu = platform.processor() or platform.machine()
+    """The machine, as provenance: the same type (CPU model, ``isa`` flags, threads) gives the same bits."""
+    cpu, flags = platform.processor() or platform.machine(), set()
     try:
-        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                   if line.startswith("model name"))
+        info = Path("/proc/cpuinfo").read_text().splitlines()
+        cpu = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
+        flags = set(next(line.split(":", 1)[1].split() for line in info if line.startswith("flags")))
     except (OSError, StopIteration):
         pass
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
-    return {"cpu": cpu, "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(), "gpu": gpu,
+    return {"cpu": cpu, "isa": [f for f in ISA_FLAGS if f in flags], "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(), "gpu": gpu,
             "python": platform.python_version(), "platform": platform.platform()}
 
 

@@ -72,6 +72,7 @@ def test_run_computes_everything_once(runner, monkeypatch):
 def test_artifacts_carry_provenance_and_analysis(runner):
     pre = runner.ensure_pretrained("ape-learned")
     assert {"config", "git_commit", "versions", "hardware", "wall_s", "created"} <= set(pre.provenance)
+    assert {"cpu", "isa", "torch_cpu_capability", "torch_threads"} <= set(pre.provenance["hardware"])
     assert [r["step"] for r in pre.payload["curve"] if r["split"] == "train"] == [1, 2, 3, 4]
     analysis = runner.ensure_analysis("rpe-sin-learned")
     assert analysis.arrays["trained.probe"].shape == (2, 8, 8) and analysis.arrays["trained.probe"].dtype == np.float16
@@ -278,3 +279,20 @@ def test_the_analysis_window_goes_with_the_analysis_code_version():
     changing the window without bumping the analysis version would reuse stale artifacts."""
     pinned = {1: 8}  # analysis code version -> its window; add a pair when bumping the version
     assert pinned.get(runner_module.CODE_VERSIONS["analysis"]) == runner_module.ANALYSIS_WINDOW
+
+
+def test_a_task_named_in_the_profile_gets_its_own_cap_on_training_examples(runner, profile, monkeypatch):
+    asked = {}
+    load = pe_lib.data.load_task  # the fixture's tasks
+    monkeypatch.setattr(pe_lib.data, "load_task", lambda name, source, cache_dir, max_train:
+                        asked.setdefault(name, max_train) and load(name, source, cache_dir, max_train))
+    runner.profile = dataclasses.replace(profile, task_max_train=40, task_max_train_by_task={"squad": 20})
+    runner.task("sst2"), runner.task("squad")
+    assert asked == {"sst2": 40, "squad": 20}
+
+
+def test_the_chunked_profiles_train_in_one_precision_on_every_machine():
+    """The cpu run is computed in chunks on whatever CPU a session gets: "auto" would train some
+    models in bf16 and others in fp32 (and fine-tune them so), confounding the comparison."""
+    cpu = get_profile("cpu")
+    assert cpu.pretrain.precision == "fp32" and cpu.finetune.precision == "fp32"
