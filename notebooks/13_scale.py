@@ -41,7 +41,6 @@ warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a no
 
 from pe_book import book
 from pe_book.chapters import common, scale
-from pe_book.experiments.profiles import get_profile
 
 book.record_names(globals())
 
@@ -51,8 +50,9 @@ book.record_names(globals())
 # `profile` chooses the artifacts (`results/<profile>/`): the study is the profile `scale`; any
 # other profile shows the budgets its runs keep (the smoke profile keeps one). `variants` and
 # `tasks` restrict the study (empty: the study's four variants that the profile has, and the
-# profile's sentence-level tasks). The chapter reads what is stored and computes no model: a
-# study still running shows what it has finished.
+# profile's sentence-level tasks). `cpu` names the profile whose budget the study chooses. The
+# chapter reads what is stored and computes no model: a study still running shows what it has
+# finished.
 
 # %% tags=["parameters"]
 profile: str = "smoke"  # results profile; the study itself is "scale"
@@ -61,11 +61,12 @@ tasks: list[str] = []  # sentence-level tasks of the classification average; emp
 results: str = "results"  # folder of the artifact store
 screen: str = "studies/recipe_screen"  # folder of the recipe screen's results
 finetune_screen: str = "studies/finetune_screen/results.jsonl"  # the fine-tuning screen's results
+cpu: str = "cpu"  # the profile whose budget the study chooses (priced, compared and checked below)
 
 # %% tags=["hide-cell"]
 params = book.check_notebook_parameters(globals())
 runner = common.open_runner(profile, results)
-study = scale.compute(runner, variants, tasks, cpu=get_profile("cpu"))
+study = scale.compute(runner, variants, tasks, cpu=common.open_runner(cpu, results))
 book.glue("profile_name", profile)
 book.glue_all(study.cited)
 common.data_used(params, runner, study.tasks)
@@ -240,3 +241,29 @@ table.style.format({"tokens": "{:,.0f}", "loss: ape-learned − none": "{:+.3f}"
 # %% tags=["hide-input"]
 study.cpu_costs.style.format({"tokens": "{:,.0f}", "pretraining (h)": "{:.1f}", "fine-tuning (h)": "{:.1f}",
                               "total (h)": "{:.1f}"}).hide(axis="index").set_table_attributes('class="dataframe"')
+
+# %% [markdown]
+# ## The cpu profile's budget
+#
+# Profile `{glue:text}`cpu_name`` pretrains every model for {glue:text}`cpu_tokens`:
+# {glue:text}`cpu_standing`. It is the study's recipe stopped at that budget (an anytime schedule:
+# the same learning rate at every step as the study's runs), except for: {glue:text}`cpu_recipe`.
+# The study's verdicts at that budget, and the same criteria computed on the cpu profile's own
+# models ({glue:text}`cpu_seeds`; with no true difference criterion (a) would pass by chance with
+# probability {glue:text}`cpu_a_chance`):
+#
+# | criterion | the study at this budget | the cpu profile's own models |
+# |---|---|---|
+# | (a) `ape-learned` below `none`, beyond the seed spread | {glue:text}`cpu_study_a` | {glue:text}`cpu_own_a` |
+# | (b) the learned APE's map shows the diagonal | {glue:text}`cpu_study_b` | {glue:text}`cpu_own_b` |
+# | (c) best classification average 10 points above the best constant | {glue:text}`cpu_study_c` | {glue:text}`cpu_own_c` |
+#
+# The cpu profile's own numbers behind its verdicts:
+
+# %% tags=["hide-input"]
+own = study.cpu_criteria.copy()
+for key in ("a", "b", "c"):
+    own[key] = own[key].map(scale.verdict)
+own.style.format({"tokens": "{:,.0f}", "loss_gap": "{:+.3f}", "a_null_rate": "{:.3f}", "monotonicity": "{:+.3f}",
+                  "monotonicity_local": "{:+.3f}", "best_classification": "{:.1f}"},
+                 na_rep="—").hide(axis="index").set_table_attributes('class="dataframe"')

@@ -3,7 +3,7 @@
 # 10 minutes and at the end, so that no hour of computation is lost when a session stops.
 #   scripts/run_in_chunks.sh PROFILE SECONDS [pe-lib run options...]
 # The next chunk resumes where this one stopped (found artifacts are read, unfinished pretraining
-# runs resume from their checkpoints in the work folder).
+# runs resume from their checkpoints in the work folder, when it is still there).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 profile=${1:?usage: scripts/run_in_chunks.sh PROFILE SECONDS [options]}; seconds=${2:?seconds}; shift 2
@@ -17,7 +17,10 @@ commit() {
         && echo "committed results/$profile ($n artifacts)"
 }
 
-timeout --signal=INT --kill-after=60 "$seconds" .venv/bin/pe-lib run --profile "$profile" --no-progress "$@" &
+# --stop-after: no pretraining is started that would not finish in the chunk (the work folder, where
+# an unfinished run keeps its checkpoints, does not outlive a session); timeout is the hard stop.
+timeout --signal=INT --kill-after=60 "$seconds" .venv/bin/pe-lib run --profile "$profile" --no-progress \
+    --stop-after "$seconds" "$@" &
 job=$!
 while kill -0 "$job" 2>/dev/null; do
     for _ in $(seq 60); do sleep 10; kill -0 "$job" 2>/dev/null || break; done

@@ -62,6 +62,7 @@ class ScaleStudy:
     tasks: list[str] = field(default_factory=list)  # the tasks of the classification average
     budget_tokens: list[int] = field(default_factory=list)  # the tokens of every kept budget, stored or not
     cpu_costs: pd.DataFrame | None = None  # what the cpu profile would cost at each budget (cpu_costs)
+    cpu_criteria: pd.DataFrame | None = None  # the criteria on the cpu profile's own models (its one budget)
     cited: dict = field(default_factory=dict)  # the numbers and phrases the prose cites, by glue name
 
 
@@ -150,20 +151,27 @@ def criteria_at(models: pd.DataFrame, constant: float) -> dict:
     }
 
 
-def compute(runner: Runner, variants: Sequence[str] = (), tasks: Sequence[str] = (), cpu: Profile | None = None) -> ScaleStudy:
+def criteria_table(runner: Runner, models: pd.DataFrame, tasks: Sequence[str]) -> pd.DataFrame:
+    """Criteria (a)-(c) at each budget of ``models`` (:func:`collect`), one row per budget."""
+    constant = baseline_average(runner, tasks, "constant")
+    rows = [{"steps": steps, "tokens": int(group.tokens.iloc[0]), **criteria_at(group, constant)}
+            for steps, group in models.groupby("steps", sort=True)]
+    return pd.DataFrame(rows, columns=["steps", "tokens", "loss_gap", "a", "a_null_rate", "monotonicity", "monotonicity_local", "b",
+                                       "best_variant", "best_classification", "c"])
+
+
+def compute(runner: Runner, variants: Sequence[str] = (), tasks: Sequence[str] = (), cpu: Runner | None = None) -> ScaleStudy:
     """The scale study of ``runner``'s profile over ``variants`` (default: those of
     :data:`STUDY_VARIANTS` the profile has; criteria (a) and (b) need ``ape-learned`` and
-    ``none``) and the sentence-level ``tasks`` (default: the profile's); with ``cpu``, what that
-    profile would cost at each budget (:func:`cpu_costs`). Reads the store only."""
+    ``none``) and the sentence-level ``tasks`` (default: the profile's). With ``cpu``, a runner of
+    the profile the study chooses for: what it would cost at each budget (:func:`cpu_costs`), its
+    budget and recipe against the study's (:func:`cpu_choice`), and the criteria on its own
+    stored models. Reads the stores only."""
     names = resolve_variants(variants, [v for v in STUDY_VARIANTS if v in runner.profile.variants])
     tasks = list(common.chapter_tasks(tasks, runner.profile.tasks, span=False))
     models = collect(runner, names, tasks)
     constant = baseline_average(runner, tasks, "constant")
-    rows = []
-    for steps, group in models.groupby("steps", sort=True):
-        rows.append({"steps": steps, "tokens": int(group.tokens.iloc[0]), **criteria_at(group, constant)})
-    criteria = pd.DataFrame(rows, columns=["steps", "tokens", "loss_gap", "a", "a_null_rate", "monotonicity", "monotonicity_local", "b",
-                                           "best_variant", "best_classification", "c"])
+    criteria = criteria_table(runner, models, tasks)
     passing = criteria[(criteria.a == True) & (criteria.b == True) & (criteria.c == True)]  # noqa: E712 (None stays out)
     planned = [a for a in runner.plan(names, tasks) if a.variant != Runner.BASELINES]
     cfg = runner.profile.pretrain
@@ -182,9 +190,55 @@ def compute(runner: Runner, variants: Sequence[str] = (), tasks: Sequence[str] =
                    "smallest_budget": "none of the stored budgets" if study.smallest_budget is None
                    else f"{study.smallest_budget / 1e6:.1f} million tokens"}
     if cpu is not None:
-        study.cpu_costs = cpu_costs(runner, cpu)
-        study.cited.update(cpu_hours=CPU_HOURS, cpu_affordable=largest_affordable(study.cpu_costs))
+        study.cpu_costs = cpu_costs(runner, cpu.profile)
+        study.cpu_criteria = criteria_table(cpu, collect(cpu, [v for v in names if v in cpu.profile.variants], tasks), tasks)
+        study.cited.update(cpu_hours=CPU_HOURS, cpu_affordable=largest_affordable(study.cpu_costs),
+                           **cpu_choice(study, runner.profile, cpu.profile))
     return study
+
+
+def cpu_choice(study: ScaleStudy, study_profile: Profile, cpu: Profile) -> dict:
+    """The cited phrases of the cpu profile's choice: its budget, where that budget stands among
+    the study's, the study's verdict on each criterion there, the recipe's departures from the
+    study's, and the verdicts on the cpu profile's own models (``study.cpu_criteria``)."""
+    tokens = cpu.pretrain.steps * cpu.pretrain.batch_size * cpu.seq_len
+    at = study.criteria[study.criteria.tokens == tokens]
+    own = study.cpu_criteria if study.cpu_criteria is not None else pd.DataFrame()
+    smallest = study.smallest_budget
+    if smallest is None:
+        standing = "no stored budget of the study meets all three criteria"
+    elif tokens == smallest:
+        standing = "the smallest budget of the study at which all three criteria hold"
+    else:
+        side = "below" if tokens < smallest else "above"
+        standing = f"{side} the smallest budget of the study at which all three criteria hold ({smallest / 1e6:.1f} million tokens)"
+    seeds = {v: len(cpu.pretrain_seeds_for(v)) for v in (APE, NO_PE)}
+    cited = {"cpu_name": cpu.name, "cpu_tokens": f"{tokens / 1e6:.1f} million tokens ({cpu.pretrain.steps:,} steps)",
+             "cpu_standing": standing, "cpu_recipe": recipe_departures(study_profile, cpu),
+             "cpu_seeds": common.seed_design(cpu, list(cpu.variants)),
+             "cpu_a_chance": f"{separation_chance(seeds[APE], seeds[NO_PE]):.3f}"}
+    for key in ("a", "b", "c"):
+        cited[f"cpu_study_{key}"] = verdict(at[key].iloc[0]) if len(at) else "not a budget the study stores"
+        cited[f"cpu_own_{key}"] = verdict(own[key].iloc[0]) if len(own) else "nothing stored yet"
+    return cited
+
+
+def recipe_departures(study: Profile, cpu: Profile) -> str:
+    """How ``cpu`` trains differently from ``study`` apart from its length, in words ("none" when
+    it is the study's recipe stopped at its own budget)."""
+    checks = {"model": (study.model, cpu.model), "sequence length": (study.seq_len, cpu.seq_len),
+              "tokenizer": (study.tokenizer, cpu.tokenizer), "corpus": (study.corpus_tokens, cpu.corpus_tokens),
+              "pretraining": (replace(study.pretrain, steps=1, snapshot_steps=(), precision="auto"),
+                              replace(cpu.pretrain, steps=1, snapshot_steps=(), precision="auto")),
+              "fine-tuning": (replace(study.finetune, precision="auto"), replace(cpu.finetune, precision="auto"))}
+    differ = [name for name, (a, b) in checks.items() if a != b]
+    if (study.pretrain.precision, study.finetune.precision) != (cpu.pretrain.precision, cpu.finetune.precision):
+        differ.append(f"precision ({cpu.pretrain.precision} for pretraining, {cpu.finetune.precision} for fine-tuning, "
+                      f"against the study's {study.pretrain.precision})")
+    caps = {t: cpu.max_train_for(t) for t in cpu.tasks}
+    if any(caps[t] != study.max_train_for(t) for t in cpu.tasks if t in study.tasks):
+        differ.append("training examples (" + ", ".join(f"{t} {'all' if n is None else f'{n:,}'}" for t, n in caps.items()) + ")")
+    return "; ".join(differ) if differ else "none"
 
 
 def recipe(runner: Runner, variant: str) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from pe_book.commands.common import add_profile
+from pe_book.commands.common import add_profile, positive_int
 from pe_lib.errors import InputError
 
 
@@ -20,12 +20,16 @@ def configure(parser) -> None:
     parser.add_argument("--estimate-from", metavar="PROFILE",
                         help="with --dry-run: the hours of what is to compute, at the rates measured by the stored "
                              "artifacts of PROFILE (the same model and recipe on this machine type; e.g. scale)")
+    parser.add_argument("--stop-after", type=positive_int, metavar="SECONDS",
+                        help="end the run before a pretraining that would not finish within SECONDS (at the rate "
+                             "this profile's stored pretrainings measured), so that no partial run is lost")
     parser.add_argument("--check", action="store_true",
                         help="with --dry-run: exit 1 when a stored artifact is not one this code would read "
                              "(an orphan: its key no longer matches, e.g. another machine's tokenizer)")
 
 
 def run(args) -> int:
+    from pe_book.experiments import costs
     from pe_book.experiments.profiles import get_profile
     from pe_book.experiments.runner import Runner
 
@@ -34,8 +38,9 @@ def run(args) -> int:
         return dry_run(runner, args.variants, args.tasks, args.check, args.estimate_from)
     if args.check or args.estimate_from:
         raise InputError(f"{'--check' if args.check else '--estimate-from'} goes with --dry-run")
-    timings = runner.run(args.variants, args.tasks)
-    print(f"profile {args.profile}: artifacts in {runner.store.root}")
+    stop = costs.stop_when_out_of_time(runner, args.stop_after) if args.stop_after else None
+    timings = runner.run(args.variants, args.tasks, stop)
+    print(f"profile {args.profile}: artifacts in {runner.store.root}" + (f" ({runner.stopped})" if runner.stopped else ""))
     for stage, seconds in timings.items():
         print(f"  {stage:10s} {seconds:8.1f} s")
     return 0
@@ -44,11 +49,12 @@ def run(args) -> int:
 def dry_run(runner, variants, tasks, check: bool, estimate_from: str | None = None) -> int:
     """Per variant, each stage kind's count stored / to compute; the orphans; with ``estimate_from``
     the hours of what is to compute; last, ``N stored, M to compute``."""
+    from pe_book.experiments import costs
+
     planned = runner.plan(variants, tasks)
     by_variant: dict[str, Counter] = defaultdict(Counter)
     for a in planned:
-        kind = a.stage.split("-")[0]
-        by_variant[a.variant][(kind, a.stored)] += 1
+        by_variant[a.variant][(costs.stage_kind(a.stage), a.stored)] += 1
     print(f"profile {runner.profile.name}: artifacts in {runner.store.root}")
     for variant, counts in by_variant.items():
         kinds = dict.fromkeys(kind for kind, _ in counts)

@@ -22,7 +22,9 @@ from __future__ import annotations
 import json
 import math
 import statistics
+import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pandas as pd
@@ -97,3 +99,24 @@ def estimate(runner: Runner, planned: list[PlannedArtifact], rates: Rates) -> pd
     table = pd.DataFrame.from_dict(rows, orient="index", columns=["to compute", "hours", "unknown"]).rename_axis("stage")
     table.loc["total"] = table.sum()
     return table.astype({"to compute": int, "unknown": int})
+
+
+def stop_when_out_of_time(runner: Runner, seconds: float, clock: Callable[[], float] = time.monotonic
+                          ) -> Callable[[PlannedArtifact], str | None]:
+    """A ``stop`` rule for :meth:`Runner.run`: end the run before a pretraining that would not
+    finish within ``seconds`` of now, at the tokens/s its store has measured so far (read again
+    before each model, so the run's own pretrainings calibrate it). A run stopped so loses no
+    partial pretraining when its session ends; with no measured rate yet, every model starts."""
+    deadline = clock() + seconds
+
+    def stop(pretraining: PlannedArtifact) -> str | None:
+        if pretraining.stored:
+            return None
+        needed = artifact_seconds(runner, pretraining, measured_rates(runner.store))
+        left = deadline - clock()
+        if math.isnan(needed) or needed <= left:
+            return None
+        return (f"stopped before {pretraining.variant} {pretraining.stage}: its pretraining takes about "
+                f"{needed / 60:.0f} min at the measured rate, {max(left, 0) / 60:.0f} min are left")
+
+    return stop

@@ -14,6 +14,7 @@ import hashlib
 import json
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from tqdm.auto import tqdm
 from pe_book.experiments.baselines import UNIGRAM_SMOOTHING, task_baselines, unigram_validation_loss
 from pe_book.experiments.profiles import Profile
 from pe_book.experiments.store import Artifact, Store, git_commit
+from pe_lib.errors import InputError
 from pe_lib.extrapolation import BUCKETS_PER_LENGTH, length_extrapolation
 from pe_lib.io import content_key, manifested_dir, remove_stale_parts, verified
 from pe_lib.model import PEBertConfig, PEBertForMaskedLM, quiet_transformers
@@ -89,6 +91,8 @@ class Runner:
         self._corpus = None
         self._tasks: dict = {}
         self._task_keys: dict[str, str] = {}
+        self.stopped: str | None = None  # why the last run() ended before the profile's end, if it did
+        self._stored_precision: str | None = None  # of the store's pretrained models (check_precision)
 
     def with_profile(self, profile: Profile) -> Runner:
         """A runner of ``profile`` on the same store, work folder, cache and given data (a study
@@ -208,6 +212,26 @@ class Runner:
         """Where the pretraining text came from, in words."""
         return "text given directly" if self._given_data else f"{self.corpus.origin} corpus"
 
+    def check_precision(self) -> None:
+        """Refuse to add to a store in another arithmetic than its models': ``precision="auto"``
+        means bf16 on a CPU with AMX or AVX512-BF16 and fp32 elsewhere, so a profile that runs in
+        chunks on different machines would mix bf16 and fp32 models in one comparison. The stored
+        pretrainings record the precision they ran in, hence the machine class of the store (its
+        "auto" fine-tunings and extrapolations ran in the same). Profiles with an explicit
+        pretraining precision (the cpu profile's fp32) always pass."""
+        if self.profile.pretrain.precision != "auto":
+            return
+        if self._stored_precision is None:
+            found = {json.loads((folder / "artifact.json").read_text())["payload"]["result"]["precision"]
+                     for folder in self.store.artifact_folders() if folder.name.startswith("pretrain-")}
+            self._stored_precision = ", ".join(sorted(found))
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        here = "bf16" if use_bf16("auto", device) else "fp32"
+        if self._stored_precision not in ("", here):
+            raise InputError(f"profile {self.profile.name}: its stored models were trained in {self._stored_precision}, and "
+                             f"precision 'auto' means {here} on this machine; adding {here} results would mix precisions in "
+                             f"one comparison: continue it on a machine where 'auto' means {self._stored_precision}")
+
     # ------------------------------------------------------------------ stages
 
     @locked
@@ -219,6 +243,7 @@ class Runner:
         found = self.store.load(variant, stage, config)
         if found is not None:
             return found
+        self.check_precision()
         t0 = time.perf_counter()
         result = self._pretrain(variant, pretrain_seed, steps)
         wall = time.perf_counter() - t0
@@ -277,6 +302,7 @@ class Runner:
         if found is not None:
             return found
         self.ensure_pretrained(variant, pretrain_seed)
+        self.check_precision()
         data = self.mlm_data()
         t0 = time.perf_counter()
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -314,6 +340,7 @@ class Runner:
         if found is not None:
             return found
         self.ensure_pretrained(variant, pretrain_seed, steps)
+        self.check_precision()
         task = self.task(task_name)
         t0 = time.perf_counter()
         self._pretrain(variant, pretrain_seed, steps)  # makes sure the weights are on disk
@@ -365,8 +392,12 @@ class Runner:
         return self.store.save(self.BASELINES, "unigram", config, payload, wall)
 
     @locked
-    def run(self, variants: list[str] | None = None, tasks: list[str] | None = None) -> dict[str, float]:
-        """Ensure every artifact of the profile (or of the given variants/tasks); returns stage wall times."""
+    def run(self, variants: list[str] | None = None, tasks: list[str] | None = None,
+            stop: Callable[[PlannedArtifact], str | None] | None = None) -> dict[str, float]:
+        """Ensure every artifact of the profile (or of the given variants/tasks); returns stage wall
+        times. ``stop``, asked before each model with its pretraining artifact, may end the run
+        there (a reason in words, kept as :attr:`stopped`), e.g. before a pretraining that would
+        not finish in the time left (``pe-lib run --stop-after``)."""
         from pe_lib.data.tasks import get_task
 
         variants = [parse_variant(v).name for v in (variants or self.profile.variants)]
@@ -377,7 +408,11 @@ class Runner:
         for task in tasks:
             self.ensure_baselines(task)
         models = self.models(variants)
+        self.stopped = None
         for variant, p, steps in tqdm(models, desc=f"profile {self.profile.name}", unit="model", disable=not self.progress):
+            if stop is not None and (reason := stop(self.planned_pretraining(variant, p, steps))):
+                self.stopped = reason
+                break
             self.ensure_pretrained(variant, p, steps)
             self.ensure_analysis(variant, p, steps)
             if self.snapshot(steps) is None:
@@ -399,8 +434,8 @@ class Runner:
         planned = [self._planned(self.BASELINES, stage, config) for stage, config in baselines]
         for variant, p, steps in self.models(variants):
             at = self.snapshot(steps)
-            stages = [(stage_name("pretrain", p, snapshot=at), self.pretrain_config(variant, p, steps)),
-                      (stage_name("analysis", p, snapshot=at), self.analysis_config(variant, p, steps))]
+            planned.append(self.planned_pretraining(variant, p, steps))
+            stages = [(stage_name("analysis", p, snapshot=at), self.analysis_config(variant, p, steps))]
             if at is None:
                 stages.append((stage_name("extrapolation", p), self.extrapolation_config(variant, p)))
             stages += [(stage_name("finetune", p, task, f"seed{seed}", snapshot=at),
@@ -408,6 +443,11 @@ class Runner:
                        for task in tasks for seed in self.profile.seeds]
             planned += [self._planned(variant, stage, config) for stage, config in stages]
         return planned
+
+    def planned_pretraining(self, variant: str, pretrain_seed: int, steps: int) -> PlannedArtifact:
+        """The pretraining artifact of one model of :meth:`models`, stored or to compute."""
+        stage = stage_name("pretrain", pretrain_seed, snapshot=self.snapshot(steps))
+        return self._planned(variant, stage, self.pretrain_config(variant, pretrain_seed, steps))
 
     def models(self, variants: list[str]) -> list[tuple[str, int, int]]:
         """``(variant, pretraining seed, steps)`` of every model :meth:`run` evaluates, in its order:

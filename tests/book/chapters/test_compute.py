@@ -34,7 +34,7 @@ def compute(notebook: Path, runner):
     if module is real_models:
         return module.compute(runner, ["gpt2"], length=8, window=3)  # offline: gpt2 is skipped, with its reason
     if module is scale:
-        return module.compute(runner, cpu=runner.profile)
+        return module.compute(runner, cpu=runner)
     return module.compute(runner)
 
 
@@ -177,9 +177,24 @@ def test_dot_products_window_reaches_local_monotonicity(store):
 
 def test_scale_prices_the_cpu_profile_at_each_budget(store):
     cpu = dataclasses.replace(store.profile, name="cpu-like", variants=("none", "ape-learned", "alibi"), seeds=(0, 1, 2))
-    study = scale.compute(store, cpu=cpu)
+    study = scale.compute(store, cpu=store.with_profile(cpu))
     row = study.cpu_costs.iloc[0]
     assert list(study.cpu_costs["steps"]) == [4] and row["held by the study"] > 0
     assert row["to compute"] > 0 and row["total (h)"] > 0 and row["without a measured rate"] == 0
     assert study.cited["cpu_affordable"].startswith("256 tokens (4 steps): 0.0 hours")
     assert scale.largest_affordable(study.cpu_costs, hours=0.0) == "none of the budgets fits 0 hours"
+
+
+def test_scale_compares_the_cpu_profile_budget_recipe_and_own_models_with_the_study(store):
+    itself = scale.compute(store, cpu=store)  # a profile checked against itself: its recipe, its budget, its verdicts
+    assert itself.cited["cpu_recipe"] == "none" and itself.cited["cpu_tokens"].startswith("0.0 million tokens (4 steps)")
+    assert [itself.cited[f"cpu_own_{k}"] for k in "abc"] == [itself.cited[f"cpu_study_{k}"] for k in "abc"]
+    assert itself.cpu_criteria.drop(columns="a_null_rate").equals(itself.criteria.drop(columns="a_null_rate"))
+    assert itself.cited["cpu_a_chance"] == f"{scale.separation_chance(1, 1):.3f}"
+    longer = dataclasses.replace(store.profile, name="cpu-like", task_max_train_by_task={"sst2": 8},
+                                 pretrain=dataclasses.replace(store.profile.pretrain, steps=8, precision="auto"))
+    other = scale.compute(store, cpu=store.with_profile(longer))
+    assert other.cited["cpu_standing"] == "no stored budget of the study meets all three criteria" or "above" in other.cited["cpu_standing"]
+    assert other.cited["cpu_study_a"] == "not a budget the study stores" and other.cited["cpu_own_a"] == "nothing stored yet"
+    assert other.cited["cpu_recipe"] == ("precision (auto for pretraining, fp32 for fine-tuning, against the study's fp32); "
+                                         "training examples (sst2 8, squad 256)")

@@ -41,3 +41,17 @@ def test_stored_artifacts_cost_nothing(runner):  # noqa: F811
     runner.run()
     table = costs.estimate(runner, runner.plan(), costs.measured_rates(runner.store))
     assert list(table.index) == ["total"] and table.loc["total", "hours"] == 0
+
+
+def test_a_run_with_a_time_limit_stops_before_a_pretraining_that_would_not_finish(runner, monkeypatch):  # noqa: F811
+    runner.run(variants=["ape-learned"])  # measures the store's tokens/s
+    clock = iter([0.0, 10.0 ** 6])  # the deadline's start, then the check of the first model to train
+    stop = costs.stop_when_out_of_time(runner, seconds=3600, clock=lambda: next(clock))
+    assert stop(runner.planned_pretraining("ape-learned", 0, runner.profile.pretrain.steps)) is None, "stored: nothing to train"
+    pretrains = []
+    monkeypatch.setattr("pe_book.experiments.runner.pretrain", lambda *a, **k: pretrains.append(a))
+    runner.run(stop=stop)
+    assert pretrains == [] and runner.stopped.startswith("stopped before rpe-sin-learned pretrain-p0")
+    assert not (runner.store.root / "rpe-sin-learned").exists()
+    unlimited = costs.stop_when_out_of_time(runner, seconds=3600, clock=lambda: 0.0)
+    assert unlimited(runner.planned_pretraining("rpe-sin-learned", 0, runner.profile.pretrain.steps)) is None

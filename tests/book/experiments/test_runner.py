@@ -8,6 +8,7 @@ from datasets import Dataset, DatasetDict
 from transformers import BertTokenizer
 
 import pe_lib.data
+import pe_lib.training.pretrain
 from pe_lib.data.tasks import TASKS, Task
 from pe_book.experiments import runner as runner_module
 from pe_book.experiments.profiles import SMOKE, get_profile
@@ -296,3 +297,23 @@ def test_the_chunked_profiles_train_in_one_precision_on_every_machine():
     models in bf16 and others in fp32 (and fine-tune them so), confounding the comparison."""
     cpu = get_profile("cpu")
     assert cpu.pretrain.precision == "fp32" and cpu.finetune.precision == "fp32"
+
+
+def test_precision_auto_does_not_mix_bf16_and_fp32_models_in_one_store(runner, profile, monkeypatch):
+    auto = Runner(dataclasses.replace(profile, pretrain=dataclasses.replace(profile.pretrain, precision="auto")),
+                  runner.store.root.parent, runner.work, progress=False, tokenizer=runner.tokenizer, data=runner.mlm_data())
+    def machine(fast_bf16: bool):
+        for module in (runner_module, pe_lib.training.pretrain):
+            monkeypatch.setattr(module, "use_bf16", lambda precision, device: precision == "bf16" or precision == "auto" and fast_bf16)
+
+    machine(fast_bf16=False)
+    auto.ensure_pretrained("ape-learned")  # trained in fp32
+    assert auto.store.load("ape-learned", "pretrain-p0", auto.pretrain_config("ape-learned")).payload["result"]["precision"] == "fp32"
+    machine(fast_bf16=True)  # the next chunk lands on a CPU with AMX
+    fresh = Runner(auto.profile, auto.store.root.parent, auto.work, progress=False, tokenizer=auto.tokenizer, data=auto.mlm_data())
+    assert fresh.ensure_pretrained("ape-learned") is not None, "what is stored is read on any machine"
+    with pytest.raises(ValueError, match="trained in fp32, and precision 'auto' means bf16 on this machine"):
+        fresh.ensure_pretrained("rpe-sin-learned")
+    with pytest.raises(ValueError, match="mix precisions"):
+        fresh.ensure_finetuned("ape-learned", "sst2", 0)
+    runner.ensure_pretrained("rpe-sin-learned")  # an explicit precision is the same on every machine
