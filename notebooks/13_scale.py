@@ -231,8 +231,8 @@ table.style.format({"tokens": "{:,.0f}", "loss: ape-learned − none": "{:+.3f}"
 # The cpu profile is to run every variant of the paper, with three pretraining seeds for `none`,
 # `ape-learned` and `rpe-learned` and three fine-tuning seeds everywhere, in at most
 # {glue:text}`cpu_hours` hours on this 2-core machine. The table prices it as the study's recipe at
-# each of the study's budgets, fine-tuned on as many examples as the study, at the rates the
-# study's own artifacts measured (`pe-lib run --dry-run --estimate-from scale` gives the same for
+# each of the study's budgets (before the choice: in the study's precision, fine-tuned on as many
+# examples as the study), at the rates the study's own artifacts measured (`pe-lib run --dry-run --estimate-from scale` gives the same for
 # any profile); what the study already holds under the same key (its models, which `pe-lib adopt`
 # takes, and their analyses) costs nothing. Tasks the study never fine-tuned on (the span tasks)
 # have no measured rate and are counted, not priced. The largest budget whose priced part fits:
@@ -258,7 +258,13 @@ study.cpu_costs.style.format({"tokens": "{:,.0f}", "pretraining (h)": "{:.1f}", 
 # | (b) the learned APE's map shows the diagonal | {glue:text}`cpu_study_b` | {glue:text}`cpu_own_b` |
 # | (c) best classification average 10 points above the best constant | {glue:text}`cpu_study_c` | {glue:text}`cpu_own_c` |
 #
-# The cpu profile's own numbers behind its verdicts:
+# Its run, at {glue:text}`cpu_hours` hours at most: {glue:text}`cpu_spending` (at the rates its own
+# artifacts measured, the study's where it has none yet).
+#
+# The cpu profile's own numbers behind its verdicts are below. Where the cpu profile trained a model
+# the study also kept at this budget (the same variant and pretraining seed), the two are two
+# independent runs of one recipe, in the same precision, often on different machines and
+# sessions: {glue:text}`cpu_shared`.
 
 # %% tags=["hide-input"]
 own = study.cpu_criteria.copy()

@@ -62,7 +62,8 @@ class ScaleStudy:
     tasks: list[str] = field(default_factory=list)  # the tasks of the classification average
     budget_tokens: list[int] = field(default_factory=list)  # the tokens of every kept budget, stored or not
     cpu_costs: pd.DataFrame | None = None  # what the cpu profile would cost at each budget (cpu_costs)
-    cpu_criteria: pd.DataFrame | None = None  # the criteria on the cpu profile's own models (its one budget)
+    cpu_models: pd.DataFrame | None = None  # the cpu profile's own stored models (collect)
+    cpu_criteria: pd.DataFrame | None = None  # the criteria on them (its one budget)
     cited: dict = field(default_factory=dict)  # the numbers and phrases the prose cites, by glue name
 
 
@@ -191,16 +192,19 @@ def compute(runner: Runner, variants: Sequence[str] = (), tasks: Sequence[str] =
                    else f"{study.smallest_budget / 1e6:.1f} million tokens"}
     if cpu is not None:
         study.cpu_costs = cpu_costs(runner, cpu.profile)
-        study.cpu_criteria = criteria_table(cpu, collect(cpu, [v for v in names if v in cpu.profile.variants], tasks), tasks)
+        study.cpu_models = collect(cpu, [v for v in names if v in cpu.profile.variants], tasks)
+        study.cpu_criteria = criteria_table(cpu, study.cpu_models, tasks)
         study.cited.update(cpu_hours=CPU_HOURS, cpu_affordable=largest_affordable(study.cpu_costs),
-                           **cpu_choice(study, runner.profile, cpu.profile))
+                           cpu_spending=cpu_spending(runner, cpu),
+                           **cpu_choice(study, runner.profile, cpu.profile, runner.stored_precision()))
     return study
 
 
-def cpu_choice(study: ScaleStudy, study_profile: Profile, cpu: Profile) -> dict:
+def cpu_choice(study: ScaleStudy, study_profile: Profile, cpu: Profile, ran_in: str = "") -> dict:
     """The cited phrases of the cpu profile's choice: its budget, where that budget stands among
     the study's, the study's verdict on each criterion there, the recipe's departures from the
-    study's, and the verdicts on the cpu profile's own models (``study.cpu_criteria``)."""
+    study's (whose models ran in the precision ``ran_in``), and the verdicts on the cpu
+    profile's own models (``study.cpu_criteria``)."""
     tokens = cpu.pretrain.steps * cpu.pretrain.batch_size * cpu.seq_len
     at = study.criteria[study.criteria.tokens == tokens]
     own = study.cpu_criteria if study.cpu_criteria is not None else pd.DataFrame()
@@ -214,18 +218,49 @@ def cpu_choice(study: ScaleStudy, study_profile: Profile, cpu: Profile) -> dict:
         standing = f"{side} the smallest budget of the study at which all three criteria hold ({smallest / 1e6:.1f} million tokens)"
     seeds = {v: len(cpu.pretrain_seeds_for(v)) for v in (APE, NO_PE)}
     cited = {"cpu_name": cpu.name, "cpu_tokens": f"{tokens / 1e6:.1f} million tokens ({cpu.pretrain.steps:,} steps)",
-             "cpu_standing": standing, "cpu_recipe": recipe_departures(study_profile, cpu),
+             "cpu_standing": standing, "cpu_recipe": recipe_departures(study_profile, cpu, ran_in),
              "cpu_seeds": common.seed_design(cpu, list(cpu.variants)),
              "cpu_a_chance": f"{separation_chance(seeds[APE], seeds[NO_PE]):.3f}"}
     for key in ("a", "b", "c"):
         cited[f"cpu_study_{key}"] = verdict(at[key].iloc[0]) if len(at) else "not a budget the study stores"
         cited[f"cpu_own_{key}"] = verdict(own[key].iloc[0]) if len(own) else "nothing stored yet"
+    cited["cpu_shared"] = shared_models_text(study.models, study.cpu_models, tokens)
     return cited
 
 
-def recipe_departures(study: Profile, cpu: Profile) -> str:
+def cpu_spending(runner: Runner, cpu: Runner) -> str:
+    """What the cpu profile's run has cost so far and what the rest will, in words: its stored
+    artifacts' recorded wall hours, and the hours of the rest at the rates its own artifacts
+    measured (the study's, ``runner``'s store, where it has measured none yet)."""
+    planned = cpu.plan()
+    stored = sum(a.stored for a in planned)
+    rates = costs.with_fallback(costs.measured_rates(cpu.store), costs.measured_rates(runner.store))
+    rest = costs.estimate(cpu, planned, rates).loc["total"]
+    unknown = f", and {int(rest['unknown'])} artifacts have no measured rate yet" if rest["unknown"] else ""
+    return (f"{costs.spent_hours(cpu.store):.1f} hours for the {stored} of {len(planned)} artifacts stored; the other "
+            f"{len(planned) - stored} are estimated at {rest['hours']:.1f} hours{unknown}")
+
+
+def shared_models_text(models: pd.DataFrame, cpu_models: pd.DataFrame | None, tokens: int) -> str:
+    """The models the study and the cpu profile both trained (same variant and pretraining seed at
+    the cpu budget), compared by validation loss, in words: the same recipe and seed on machines
+    of one type give the same bits."""
+    if cpu_models is None or not len(cpu_models):
+        return "no model of the cpu profile is stored yet"
+    keys = ["variant", "pretrain_seed"]
+    both = models[models.tokens == tokens].merge(cpu_models, on=keys, suffixes=("_study", "_cpu"))
+    if not len(both):
+        return "the study and the cpu profile share no stored model at this budget yet"
+    gap = (both.validation_loss_study - both.validation_loss_cpu).abs()
+    same = int((gap == 0).sum())
+    return (f"{same} of the {len(both)} models that both trained (same variant and pretraining seed) have the same "
+            f"validation loss to the last bit" + ("" if same == len(both) else f"; the largest difference is {gap.max():.2e} nats"))
+
+
+def recipe_departures(study: Profile, cpu: Profile, ran_in: str = "") -> str:
     """How ``cpu`` trains differently from ``study`` apart from its length, in words ("none" when
-    it is the study's recipe stopped at its own budget)."""
+    it is the study's recipe stopped at its own budget); ``ran_in``: the precision the study's
+    stored models ran in."""
     checks = {"model": (study.model, cpu.model), "sequence length": (study.seq_len, cpu.seq_len),
               "tokenizer": (study.tokenizer, cpu.tokenizer), "corpus": (study.corpus_tokens, cpu.corpus_tokens),
               "pretraining": (replace(study.pretrain, steps=1, snapshot_steps=(), precision="auto"),
@@ -233,12 +268,20 @@ def recipe_departures(study: Profile, cpu: Profile) -> str:
               "fine-tuning": (replace(study.finetune, precision="auto"), replace(cpu.finetune, precision="auto"))}
     differ = [name for name, (a, b) in checks.items() if a != b]
     if (study.pretrain.precision, study.finetune.precision) != (cpu.pretrain.precision, cpu.finetune.precision):
+        ran = f", which ran in {ran_in}" if ran_in and study.pretrain.precision == "auto" else ""
         differ.append(f"precision ({cpu.pretrain.precision} for pretraining, {cpu.finetune.precision} for fine-tuning, "
-                      f"against the study's {study.pretrain.precision})")
-    caps = {t: cpu.max_train_for(t) for t in cpu.tasks}
-    if any(caps[t] != study.max_train_for(t) for t in cpu.tasks if t in study.tasks):
-        differ.append("training examples (" + ", ".join(f"{t} {'all' if n is None else f'{n:,}'}" for t, n in caps.items()) + ")")
+                      f"against the study's {study.pretrain.precision}{ran})")
+    if any(cpu.max_train_for(t) != study.max_train_for(t) for t in cpu.tasks if t in study.tasks):
+        differ.append(f"training examples (at most {caps_text(cpu, cpu.tasks)}, against the study's {caps_text(study, study.tasks)})")
     return "; ".join(differ) if differ else "none"
+
+
+def caps_text(profile: Profile, tasks: Sequence[str]) -> str:
+    """A profile's caps on training examples in words: "4,000 for cola, sst2 and 2,000 for squad"."""
+    by_cap: dict[int | None, list[str]] = {}
+    for task in tasks:
+        by_cap.setdefault(profile.max_train_for(task), []).append(task)
+    return " and ".join(f"{'all' if cap is None else f'{cap:,}'} for {', '.join(names)}" for cap, names in by_cap.items())
 
 
 def recipe(runner: Runner, variant: str) -> dict:

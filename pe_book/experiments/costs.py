@@ -65,6 +65,19 @@ def measured_rates(store: Store) -> Rates:
                  {k: statistics.median(v) for k, v in walls.items()})
 
 
+def spent_hours(store: Store) -> float:
+    """The wall hours that computing the store's artifacts took, as their provenance records."""
+    return sum(json.loads((folder / "artifact.json").read_text())["provenance"]["wall_s"]
+               for folder in store.artifact_folders()) / 3600
+
+
+def with_fallback(rates: Rates, fallback: Rates) -> Rates:
+    """``rates``, with ``fallback``'s where ``rates`` has measured nothing (a run that has not yet
+    reached a stage or task, priced at a calibration store's rates meanwhile)."""
+    return Rates(fallback.tokens_per_s if math.isnan(rates.tokens_per_s) else rates.tokens_per_s,
+                 {**fallback.finetune_s_per_example, **rates.finetune_s_per_example}, {**fallback.stage_s, **rates.stage_s})
+
+
 def artifact_seconds(runner: Runner, artifact: PlannedArtifact, rates: Rates) -> float:
     """The expected wall seconds of computing one planned artifact (NaN when its rate is unknown)."""
     kind, config, profile = stage_kind(artifact.stage), artifact.config, runner.profile

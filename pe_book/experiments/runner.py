@@ -221,16 +221,22 @@ class Runner:
         pretraining precision (the cpu profile's fp32) always pass."""
         if self.profile.pretrain.precision != "auto":
             return
+        stored = self.stored_precision()
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        here = "bf16" if use_bf16("auto", device) else "fp32"
+        if stored not in ("", here):
+            raise InputError(f"profile {self.profile.name}: its stored models were trained in {stored}, and "
+                             f"precision 'auto' means {here} on this machine; adding {here} results would mix precisions in "
+                             f"one comparison: continue it on a machine where 'auto' means {stored}")
+
+    def stored_precision(self) -> str:
+        """The precision the store's pretrained models ran in ("fp32", "bf16", both joined by a
+        comma, or "" for none stored), read once."""
         if self._stored_precision is None:
             found = {json.loads((folder / "artifact.json").read_text())["payload"]["result"]["precision"]
                      for folder in self.store.artifact_folders() if folder.name.startswith("pretrain-")}
             self._stored_precision = ", ".join(sorted(found))
-        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        here = "bf16" if use_bf16("auto", device) else "fp32"
-        if self._stored_precision not in ("", here):
-            raise InputError(f"profile {self.profile.name}: its stored models were trained in {self._stored_precision}, and "
-                             f"precision 'auto' means {here} on this machine; adding {here} results would mix precisions in "
-                             f"one comparison: continue it on a machine where 'auto' means {self._stored_precision}")
+        return self._stored_precision
 
     # ------------------------------------------------------------------ stages
 

@@ -3,6 +3,7 @@
 result's ``cited`` numbers, without executing a notebook or building the book."""
 import dataclasses
 import importlib
+import re
 from pathlib import Path
 
 import numpy as np
@@ -181,7 +182,7 @@ def test_scale_prices_the_cpu_profile_at_each_budget(store):
     row = study.cpu_costs.iloc[0]
     assert list(study.cpu_costs["steps"]) == [4] and row["held by the study"] > 0
     assert row["to compute"] > 0 and row["total (h)"] > 0 and row["without a measured rate"] == 0
-    assert study.cited["cpu_affordable"].startswith("256 tokens (4 steps): 0.0 hours")
+    assert re.fullmatch(r"256 tokens \(4 steps\): \d+\.\d hours", study.cited["cpu_affordable"])  # hours: as fast as this machine
     assert scale.largest_affordable(study.cpu_costs, hours=0.0) == "none of the budgets fits 0 hours"
 
 
@@ -191,10 +192,18 @@ def test_scale_compares_the_cpu_profile_budget_recipe_and_own_models_with_the_st
     assert [itself.cited[f"cpu_own_{k}"] for k in "abc"] == [itself.cited[f"cpu_study_{k}"] for k in "abc"]
     assert itself.cpu_criteria.drop(columns="a_null_rate").equals(itself.criteria.drop(columns="a_null_rate"))
     assert itself.cited["cpu_a_chance"] == f"{scale.separation_chance(1, 1):.3f}"
+    planned = len(store.plan())
+    assert re.fullmatch(rf"\d+\.\d hours for the {planned} of {planned} artifacts stored; the other 0 are estimated at 0\.0 hours",
+                        itself.cited["cpu_spending"])
+    assert itself.cited["cpu_shared"].startswith(f"{len(itself.models)} of the {len(itself.models)} models that both trained")
+    shifted = itself.cpu_models.assign(validation_loss=itself.cpu_models.validation_loss + 0.5)
+    assert scale.shared_models_text(itself.models, shifted, 256).endswith("the largest difference is 5.00e-01 nats")
     longer = dataclasses.replace(store.profile, name="cpu-like", task_max_train_by_task={"sst2": 8},
                                  pretrain=dataclasses.replace(store.profile.pretrain, steps=8, precision="auto"))
     other = scale.compute(store, cpu=store.with_profile(longer))
     assert other.cited["cpu_standing"] == "no stored budget of the study meets all three criteria" or "above" in other.cited["cpu_standing"]
     assert other.cited["cpu_study_a"] == "not a budget the study stores" and other.cited["cpu_own_a"] == "nothing stored yet"
+    assert other.cited["cpu_shared"] == "no model of the cpu profile is stored yet"
     assert other.cited["cpu_recipe"] == ("precision (auto for pretraining, fp32 for fine-tuning, against the study's fp32); "
-                                         "training examples (sst2 8, squad 256)")
+                                         "training examples (at most 8 for sst2 and 256 for squad, against the study's "
+                                         "256 for sst2, squad)")

@@ -1,5 +1,6 @@
 """pe_book.experiments.costs: rates measured on a store, and the hours of a plan at those rates."""
 import dataclasses
+import json
 import math
 
 import pytest
@@ -55,3 +56,16 @@ def test_a_run_with_a_time_limit_stops_before_a_pretraining_that_would_not_finis
     assert not (runner.store.root / "rpe-sin-learned").exists()
     unlimited = costs.stop_when_out_of_time(runner, seconds=3600, clock=lambda: 0.0)
     assert unlimited(runner.planned_pretraining("rpe-sin-learned", 0, runner.profile.pretrain.steps)) is None
+
+
+def test_spent_hours_and_rates_with_a_fallback(runner):  # noqa: F811
+    runner.run(variants=["ape-learned"])
+    walls = [json.loads((f / "artifact.json").read_text())["provenance"]["wall_s"] for f in runner.store.artifact_folders()]
+    assert costs.spent_hours(runner.store) == pytest.approx(sum(walls) / 3600) and sum(walls) > 0
+    measured = costs.measured_rates(runner.store)
+    calibration = costs.Rates(tokens_per_s=1.0, finetune_s_per_example={"sst2": 9.0, "squad": 2.0}, stage_s={"analysis": 7.0, "other": 3.0})
+    nothing = costs.measured_rates(Store(runner.store.root.parent / "elsewhere", "none"))
+    assert costs.with_fallback(nothing, calibration) == calibration, "nothing measured: the calibration's rates"
+    merged = costs.with_fallback(measured, calibration)
+    assert merged.tokens_per_s == measured.tokens_per_s and merged.finetune_s_per_example["squad"] == 2.0
+    assert merged.finetune_s_per_example["sst2"] == measured.finetune_s_per_example["sst2"] and merged.stage_s["other"] == 3.0
