@@ -1,8 +1,8 @@
 """``pe-lib verify``: recompute one variant of a profile from scratch and compare every number with
 the committed artifacts (``make verify-results VARIANT=...``).
 
-Everything the runner computes for the variant (pretraining, analysis, extrapolation, fine-tuning)
-is recomputed into a scratch folder, with a scratch work folder (no checkpoint or token block is
+Everything the runner computes for the variant (pretraining, analysis, extrapolation, fine-tuning;
+``--pretrain-seeds N``: of its first N pretrained models only) is recomputed into a scratch folder, with a scratch work folder (no checkpoint or token block is
 reused; the data cache is). Each committed artifact is then compared number by number with its
 recomputed twin: payload values and arrays, all but wall-clock timings. On the machine type that
 produced the committed results the two are identical; elsewhere each difference is printed.
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from pe_book.commands.common import add_profile
+from pe_book.commands.common import add_profile, positive_int
 from pe_lib.errors import InputError
 
 #: Payload keys that measure time, not results: never compared.
@@ -29,6 +29,8 @@ def configure(parser) -> None:
     add_profile(parser)
     parser.add_argument("--results", default="results", help="the committed artifact store (default: results/)")
     parser.add_argument("--scratch", help="folder for the recomputation (default: a temporary folder, removed after)")
+    parser.add_argument("--pretrain-seeds", type=positive_int, metavar="N",
+                        help="recompute only the variant's first N pretraining seeds (default: all of the profile's)")
 
 
 def run(args) -> int:
@@ -36,10 +38,21 @@ def run(args) -> int:
     from pe_book.experiments.runner import Runner
 
     profile = get_profile(args.profile)
+    if args.pretrain_seeds:
+        profile = first_seeds(profile, args.variant, args.pretrain_seeds)
     committed = Runner(profile, args.results, cache_dir=args.cache, progress=False)
     with tempfile.TemporaryDirectory(dir=args.scratch) as scratch:
         fresh = Runner(profile, Path(scratch) / "results", Path(scratch) / "work", args.cache, progress=not args.no_progress)
         return 1 if verify_variant(committed, fresh, args.variant) else 0
+
+
+def first_seeds(profile, variant: str, n: int):
+    """``profile`` with only the first ``n`` pretraining seeds of ``variant`` (a key names its seed,
+    never how many there are, so the artifacts of those seeds keep their keys)."""
+    have = len(profile.pretrain_seeds_for(variant))
+    if n > have:
+        raise InputError(f"--pretrain-seeds {n}: {variant} has {have} pretraining seed(s) in profile {profile.name}")
+    return profile.with_overrides(pretrain_seeds_by_variant={**profile.pretrain_seeds_by_variant, variant: n})
 
 
 def verify_variant(committed, fresh, variant: str, out=print) -> int:

@@ -226,6 +226,23 @@ def test_verify_recomputes_a_variant_identically_and_prints_each_difference(runn
     assert any(line.strip().startswith("payload.test.accuracy: committed") for line in lines), lines
 
 
+def test_verify_can_recompute_only_the_first_pretraining_seeds(runner, profile, tmp_path):
+    from pe_book.commands.verify import first_seeds, verify_variant
+
+    two = dataclasses.replace(profile, pretrain_seeds_by_variant={"ape-learned": 2})
+    Runner(two, runner.store.root.parent, runner.work, progress=False, tokenizer=runner.tokenizer, data=runner.mlm_data()).run(["ape-learned"])
+    one = first_seeds(two, "ape-learned", 1)
+    assert one.pretrain_seeds_for("ape-learned") == (0,) and one.pretrain_seeds_for("rpe-sin-learned") == (0,)
+    committed = Runner(one, runner.store.root.parent, progress=False, tokenizer=runner.tokenizer, data=runner.mlm_data())
+    fresh = Runner(one, tmp_path / "f" / "results", tmp_path / "f" / "work", progress=False, tokenizer=runner.tokenizer,
+                   data=runner.mlm_data())
+    lines = []
+    assert verify_variant(committed, fresh, "ape-learned", out=lines.append) == 0
+    assert lines[-1] == "7 artifacts compared, 0 differences" and not list((fresh.store.root / "ape-learned").glob("*-p1-*"))
+    with pytest.raises(ValueError, match="ape-learned has 2 pretraining seed"):
+        first_seeds(two, "ape-learned", 3)
+
+
 def test_keys_ignore_library_versions(runner, monkeypatch):
     import transformers.configuration_utils
 
