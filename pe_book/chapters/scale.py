@@ -152,9 +152,9 @@ def criteria_at(models: pd.DataFrame, constant: float) -> dict:
     }
 
 
-def criteria_table(runner: Runner, models: pd.DataFrame, tasks: Sequence[str]) -> pd.DataFrame:
-    """Criteria (a)-(c) at each budget of ``models`` (:func:`collect`), one row per budget."""
-    constant = baseline_average(runner, tasks, "constant")
+def criteria_table(models: pd.DataFrame, constant: float) -> pd.DataFrame:
+    """Criteria (a)-(c) at each budget of ``models`` (:func:`collect`), one row per budget, against
+    the best constant predictor's classification average ``constant``."""
     rows = [{"steps": steps, "tokens": int(group.tokens.iloc[0]), **criteria_at(group, constant)}
             for steps, group in models.groupby("steps", sort=True)]
     return pd.DataFrame(rows, columns=["steps", "tokens", "loss_gap", "a", "a_null_rate", "monotonicity", "monotonicity_local", "b",
@@ -172,7 +172,7 @@ def compute(runner: Runner, variants: Sequence[str] = (), tasks: Sequence[str] =
     tasks = list(common.chapter_tasks(tasks, runner.profile.tasks, span=False))
     models = collect(runner, names, tasks)
     constant = baseline_average(runner, tasks, "constant")
-    criteria = criteria_table(runner, models, tasks)
+    criteria = criteria_table(models, constant)
     passing = criteria[(criteria.a == True) & (criteria.b == True) & (criteria.c == True)]  # noqa: E712 (None stays out)
     planned = [a for a in runner.plan(names, tasks) if a.variant != Runner.BASELINES]
     cfg = runner.profile.pretrain
@@ -193,7 +193,7 @@ def compute(runner: Runner, variants: Sequence[str] = (), tasks: Sequence[str] =
     if cpu is not None:
         study.cpu_costs = cpu_costs(runner, cpu.profile)
         study.cpu_models = collect(cpu, [v for v in names if v in cpu.profile.variants], tasks)
-        study.cpu_criteria = criteria_table(cpu, study.cpu_models, tasks)
+        study.cpu_criteria = criteria_table(study.cpu_models, baseline_average(cpu, tasks, "constant"))
         study.cited.update(cpu_hours=CPU_HOURS, cpu_affordable=largest_affordable(study.cpu_costs),
                            cpu_spending=cpu_spending(runner, cpu),
                            **cpu_choice(study, runner.profile, cpu.profile, runner.stored_precision()))
