@@ -132,12 +132,13 @@ SCALE = Profile(
 #: stopped there (the same learning rate at every step, an anytime schedule), in fp32 on every
 #: machine: the chunks of the run fall on whatever CPU a session gets (AMD EPYC with AVX512-BF16,
 #: Intel with or without AMX), and "auto" would train some variants in bf16 and others in fp32.
-#: Fine-tuning: 4,000 training examples a sentence task (the study used 10,000; cola has 2,751) and
-#: 2,000 a span task (a span fine-tuning costs about 3 sentence ones: 59 s against 19 s for 3,000
-#: examples, measured on 2026-12-01), so that 16 variants, 22 pretrained models and 3 fine-tuning
-#: seeds of 6 tasks fit 10 hours: about 6.1 h of pretraining at the rates the study measured
-#: (``pe-lib run --profile cpu --dry-run --estimate-from scale``), 1.7 h of sentence and 1.5 h of
-#: span fine-tuning.
+#: Fine-tuning: the study's, on up to 10,000 training examples a sentence task (cola has 2,751),
+#: and 2,000 a span task (a span fine-tuning costs about 3 sentence ones of the same size). 4,000
+#: sentence examples (the first choice, to fit 10 hours) left every 4x model at chance on sst2 and
+#: mrpc, and one epoch over 10,000 or all examples did no better than two over 10,000 for the
+#: same cost (studies/finetune_screen, results-cpu.jsonl). The whole profile then costs about 17 h
+#: on the 2-core machine (``pe-lib run --profile cpu --dry-run --estimate-from cpu``): over the
+#: 10 hours asked, because no budget within them meets criteria (a)-(c) (chapter 13).
 CPU = Profile(
     name="cpu",
     description="the published reproduction on a 2-core CPU: the scale study's recipe at 4x (16.4M tokens a model)",
@@ -148,7 +149,7 @@ CPU = Profile(
     corpus_tokens=None,
     seeds=(0, 1, 2),
     pretrain_seeds_by_variant={"none": 3, "ape-learned": 3, "rpe-learned": 3},
-    task_max_train=4000,
+    task_max_train=SCALE.task_max_train,
     task_max_train_by_task={"squad": 2000, "squad_v2": 2000},
     task_max_eval=400,
     probe=SCALE.probe,

@@ -1,9 +1,9 @@
-"""Fine-tuning screen on the scale study's 1x models: is criterion (c) limited by pretraining or by
-the fine-tuning recipe? Fine-tunes the kept 1x model (none, ape-learned; pretraining seed 0) of the
-scale profile on sst2 and mrpc under a few recipes and writes one JSON line per run to
-results.jsonl. Run from the repository root after the 1x artifacts exist:
+"""Fine-tuning screen: is criterion (c) limited by pretraining or by the fine-tuning recipe?
+Fine-tunes kept models (none, ape-learned; pretraining seed 0) on sentence tasks under a few
+recipes and writes one JSON line per run. Run from the repository root once the models exist:
 
-    python studies/finetune_screen/run.py
+    python studies/finetune_screen/run.py          # the scale study's 1x models -> results.jsonl
+    python studies/finetune_screen/run.py cpu      # the cpu profile's 4x models -> results-cpu.jsonl
 """
 import dataclasses
 import json
@@ -11,40 +11,50 @@ import sys
 import time
 from pathlib import Path
 
-from pe_book.experiments.profiles import SCALE
+from pe_book.experiments.profiles import CPU, SCALE
 from pe_book.experiments.runner import Runner
 from pe_lib.training.finetune import finetune
 
-OUT = Path(__file__).with_name("results.jsonl")
+HERE = Path(__file__).parent
 RECIPES = {  # name -> (FinetuneConfig overrides, task_max_train)
     "profile (2 epochs, lr 3e-4, 1,500 examples)": ({}, 1500),
     "5 epochs": ({"epochs": 5}, 1500),
     "lr 1e-3": ({"lr": 1e-3}, 1500),
     "lr 1e-4, 5 epochs": ({"lr": 1e-4, "epochs": 5}, 1500),
     "all training examples": ({}, None),
+    "2 epochs, 4,000 examples": ({}, 4000),
+    "1 epoch, 10,000 examples": ({"epochs": 1}, 10_000),
+    "1 epoch, all training examples": ({"epochs": 1}, None),
+}
+#: name -> (profile, pretraining steps of the models, recipes, tasks, output file)
+SCREENS = {
+    "scale": (SCALE, 2000, list(RECIPES)[:5], ("sst2", "mrpc"), HERE / "results.jsonl"),
+    "cpu": (CPU, None, list(RECIPES)[5:], ("sst2", "mrpc", "stsb"), HERE / "results-cpu.jsonl"),
 }
 
 
-def main(variants=("none", "ape-learned"), tasks=("sst2", "mrpc")) -> None:
-    done = {(r["variant"], r["task"], r["recipe"]) for r in map(json.loads, OUT.read_text().splitlines())} if OUT.exists() else set()
-    for recipe, (overrides, max_train) in RECIPES.items():
-        runner = Runner(dataclasses.replace(SCALE, task_max_train=max_train), progress=False)
+def main(screen: str = "scale", variants=("none", "ape-learned")) -> None:
+    profile, steps, recipes, tasks, out = SCREENS[screen]
+    done = {(r["variant"], r["task"], r["recipe"]) for r in map(json.loads, out.read_text().splitlines())} if out.exists() else set()
+    for recipe in recipes:
+        overrides, max_train = RECIPES[recipe]
+        runner = Runner(dataclasses.replace(profile, task_max_train=max_train, task_max_train_by_task={}), progress=False)
         for variant in variants:
-            model = runner.model_dir(variant, 0, 2000)
+            model = runner.model_dir(variant, 0, steps)
             if not model.exists():
-                sys.exit(f"{model} is missing: run the scale profile to 1x first")
+                sys.exit(f"{model} is missing: pretrain seed 0 of {variant} on the {profile.name} profile first")
             for task in tasks:
                 if (variant, task, recipe) in done:
                     continue
-                cfg = dataclasses.replace(SCALE.finetune, seed=0, **overrides)
+                cfg = dataclasses.replace(profile.finetune, seed=0, **overrides)
                 t0 = time.perf_counter()
                 result = finetune(model, runner.tokenizer, runner.task(task), cfg, progress=False)
                 row = {"variant": variant, "task": task, "recipe": recipe, "train_examples": len(runner.task(task).splits["train"]),
                        "validation": result["validation"], "test": result["test"], "wall_s": time.perf_counter() - t0}
-                with OUT.open("a") as f:
+                with out.open("a") as f:
                     f.write(json.dumps(row) + "\n")
                 print(json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":
-    main()
+    main(*sys.argv[1:2])
