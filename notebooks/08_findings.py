@@ -224,6 +224,24 @@ SHOWN = {"claim": "claim", "verdict": "verdict", "quantifier": "quantifier", "co
 # embeddings are monotone, are in {ref}`properties` and {ref}`sinusoid`; the locality and symmetry
 # indicators of {cite:t}`chen2023locality` are in the correlation table above.
 #
+# ### What the undecided claims would need
+#
+# A claim is not decided for one of three reasons, and each asks for something else. Where every
+# variant is at chance on the claim's tasks, the models have not learned the task, and more seeds
+# of the same models cannot help: it takes models that learn it, more pretraining (chapter
+# {ref}`scale` measures what each budget gives) or more fine-tuning data. Where no variant has two
+# pretraining seeds, the pretraining variance is unknown. Otherwise the effects are smaller than
+# the seeds can resolve, and the table gives the pretraining seeds a variant (each model fine-tuned
+# with as many seeds as here) at which the claim would be decided if the differences observed were
+# the true ones, at this run's variance (an optimistic figure: an undecided difference is as
+# likely to be inflated as not). In short: {glue:text}`needs_text`.
+
+# %% tags=["hide-input"]
+(result.needs.style.format({"mean difference": "{:+.2f}", "MDE": "{:.1f}", "seeds needed": "{:.0f}"}, na_rep="n/a")
+ .set_properties(subset=["claim", "needs"], **{"text-align": "left", "min-width": "14em"})
+ .set_table_attributes('class="dataframe"'))
+
+# %% [markdown]
 # ### Every comparison
 #
 # The comparisons behind each verdict: the effect (expected higher minus expected lower,

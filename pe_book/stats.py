@@ -78,7 +78,12 @@ difference that a comparison would detect with 80% power at the Bonferroni level
 (exact, from the non-central t), with this claim's seeds and variance estimate; the claim's MDE is
 the largest over its comparisons. It is also projected with twice the fine-tuning seeds (only the
 :math:`\sigma^2_{ft}/F` part shrinks) and twice the pretraining seeds (all of :math:`\tau^2/P`
-halves, and the df grow), so a reader sees what more seeds would buy.
+halves, and the df grow), so a reader sees what more seeds would buy. Turned around, it gives
+the **pretraining seeds needed**: the seeds per variant (each model fine-tuned as now) at which the
+comparison would detect, with the same power, a true difference as large as the one observed
+(an optimistic target: an undecided difference is as likely to be inflated as not), and for a
+claim the fewest at which the quantifier's rule would decide it if each comparison were decided
+in its observed sign from its own count on.
 
 *Models at chance.* A column on which no variant beats the best constant predictor (an input,
 column -> score) beyond its interval (its ``1 - alpha`` interval above the constant, or, where the
@@ -374,6 +379,8 @@ def compare_family(comparisons: Sequence[Comparison], per_seed: pd.DataFrame,
     projections = [_mde_row(c, se, df, scale, alpha / k, power)
                    for c, se, df, scale in zip(tested_on, table["se"], table["df"], table["scale"])]
     table["MDE"], table["MDE 2x fine-tuning seeds"], table["MDE 2x pretraining seeds"] = map(list, zip(*projections))
+    table["seeds needed"] = [math.nan if chance == "at chance" else seeds_needed(c, d, alpha / k, power)
+                             for c, d, chance in zip(tested_on, table["difference"], table["chance"])]
     return _finish(table)
 
 
@@ -390,8 +397,40 @@ def _mde_row(c: Components, se: float, df: float, scale: float, level_alpha: flo
     return now, more_ft, more_pre
 
 
+#: The most pretraining seeds per variant :func:`seeds_needed` considers (beyond: NaN, "more").
+MAX_SEEDS = 64
+
+
+def seeds_needed(c: Components, effect: float, level_alpha: float, power: float = POWER,
+                 limit: int = MAX_SEEDS) -> float:
+    """The fewest pretraining seeds ``P`` per variant (each model fine-tuned with as many seeds as
+    now, so ``tau2`` stays) at which a comparison detects a true difference ``effect`` with
+    probability ``power`` at ``level_alpha``: standard error ``sqrt(2 tau2 / P)``, df ``V (P - 1)``
+    over the ``V`` variants of the column. NaN when the variance is unknown or ``limit`` is not enough."""
+    n_variants = int(np.sum(c.n_pre > 0))
+    if not (float(c.tau2) > 0 and abs(effect) > 0 and n_variants):
+        return math.nan
+    for seeds in range(2, limit + 1):
+        if mde(math.sqrt(2 * float(c.tau2) / seeds), n_variants * (seeds - 1), level_alpha, power) <= abs(effect):
+            return float(seeds)
+    return math.nan
+
+
+def claim_seeds_needed(needed: Sequence[float], difference: Sequence[float], quantifier: str) -> float:
+    """The fewest pretraining seeds at which a claim would be decided (supported or contradicted
+    by the rule of :func:`claim_codes`) if every comparison were decided in the sign of its observed
+    ``difference`` once the seeds reach its :func:`seeds_needed`; NaN when no seed count up to
+    :data:`MAX_SEEDS` decides it."""
+    needed, sign = np.asarray(needed, dtype=float), np.sign(np.asarray(difference, dtype=float)).astype(int)
+    for seeds in np.unique(needed[~np.isnan(needed)]):
+        if claim_codes(np.where(needed <= seeds, sign, 0), quantifier):
+            return float(seeds)
+    return math.nan
+
+
 def _finish(table: pd.DataFrame) -> pd.DataFrame:
-    for name in ("p (Holm)", "low", "high", "MDE", "MDE 2x fine-tuning seeds", "MDE 2x pretraining seeds"):
+    for name in ("p (Holm)", "low", "high", "MDE", "MDE 2x fine-tuning seeds", "MDE 2x pretraining seeds",
+                 "seeds needed"):
         if name not in table:
             table[name] = pd.Series(dtype=float)
     if "outcome" not in table:
@@ -433,7 +472,9 @@ def assess(claim: Claim, per_seed: pd.DataFrame, baselines: Mapping[str, float] 
         "decided against": int((details["outcome"] == -1).sum()),
         "mean difference": float(details["difference"].mean()) if len(details) else math.nan,
         "verdict": verdict, "MDE": largest("MDE"), "MDE 2x fine-tuning seeds": largest("MDE 2x fine-tuning seeds"),
-        "MDE 2x pretraining seeds": largest("MDE 2x pretraining seeds"), "details": details,
+        "MDE 2x pretraining seeds": largest("MDE 2x pretraining seeds"),
+        "seeds needed": claim_seeds_needed(details["seeds needed"], details["difference"], claim.quantifier)
+        if verdict == UNDECIDED else math.nan, "details": details,
     }
 
 

@@ -2,6 +2,7 @@
 sound rule of :mod:`pe_book.stats`, and the claims about indicators by rank correlation."""
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -10,6 +11,7 @@ import pandas as pd
 from pe_book import claims, stats, tables
 from pe_book.chapters import common
 from pe_book.experiments.baselines import best_constant_scores
+from pe_book.experiments.profiles import GPU, Profile
 from pe_lib.data.tasks import get_task
 from pe_lib.positions import parse_variant, resolve_variants
 
@@ -21,7 +23,8 @@ class Findings:
     """What the chapter shows: ``indicators`` (probe indicators of the trained models, per
     variant), ``scores`` (seed means per variant of each group average), their ``correlation``,
     the ``variance`` components, the ``verdicts`` on the paper's claims with the ``details`` of
-    every comparison, the ``indicator_verdicts`` and ``cited``, by glue name."""
+    every comparison, what each undecided claim would ``need``, the ``indicator_verdicts`` and
+    ``cited``, by glue name."""
     names: list[str]
     groups: dict[str, list[str]]
     indicators: pd.DataFrame
@@ -31,6 +34,7 @@ class Findings:
     verdicts: pd.DataFrame
     indicator_verdicts: pd.DataFrame
     details: pd.DataFrame
+    needs: pd.DataFrame
     cited: dict
 
     def points(self) -> pd.DataFrame:
@@ -78,7 +82,8 @@ def compute(runner, variants: Sequence[str] = (), seeds: Sequence[int] = (), spl
         names, groups, indicators, scores, correlation,
         stats.variance_table(per_seed, list(groups) + [t for t in span_tasks if t in per_seed.columns]),
         verdicts, claims.assess_indicator_claims(correlation, list(scores.columns), alpha),
-        stats.comparison_table(paper, per_seed, baselines, alpha), {})
+        stats.comparison_table(paper, per_seed, baselines, alpha), pd.DataFrame(), {})
+    result.needs = needs(result.verdicts, result.details)
     all_verdicts = list(result.verdicts["verdict"]) + list(result.indicator_verdicts["verdict"])
     result.cited = {
         "n_seeds": len(seed_list), "n_variants": len(names), "split": split, "alpha": alpha,
@@ -86,8 +91,56 @@ def compute(runner, variants: Sequence[str] = (), seeds: Sequence[int] = (), spl
         "classification_tasks": ", ".join(groups.get("classification", [])) or "none",
         "span_tasks": ", ".join(span_tasks) or "none",
         **{f"n_{label.replace(' ', '_')}": sum(v.startswith(label) for v in all_verdicts) for label in VERDICT_LABELS},
-        "n_claims": len(all_verdicts), "mde_text": _mde_text(verdicts)}
+        "n_claims": len(all_verdicts), "mde_text": _mde_text(verdicts), "needs_text": needs_text(result.needs, GPU)}
     return result
+
+
+def needs(verdicts: pd.DataFrame, details: pd.DataFrame) -> pd.DataFrame:
+    """What each claim not decided would take, one row per claim: the reason, the columns where
+    every variant is at chance (more scale, not more seeds), and the pretraining seeds per variant
+    that would decide it if the observed differences were true (:func:`pe_book.stats.seeds_needed`)."""
+    rows = {}
+    for key, row in verdicts[verdicts["verdict"].str.startswith("not decidable")].iterrows():
+        comparisons = details[details["claim id"] == key]
+        at_chance = sorted(set(comparisons.loc[comparisons["outcome"] == "at chance", "column"]))
+        if row["verdict"] == stats.AT_CHANCE:
+            what = f"models that learn {', '.join(at_chance)} (more pretraining or fine-tuning data)"
+        elif row["verdict"] == stats.VARIANCE_UNKNOWN:
+            what = "two pretraining seeds of some variant, to know the pretraining variance"
+        elif math.isnan(row["seeds needed"]):
+            what = f"more than {stats.MAX_SEEDS} pretraining seeds a variant at this variance, or larger effects"
+        else:
+            what = f"{row['seeds needed']:.0f} pretraining seeds a variant, if the observed differences are true"
+        rows[key] = {"claim": row["claim"], "verdict": row["verdict"], "mean difference": row["mean difference"],
+                     "MDE": row["MDE"], "seeds needed": row["seeds needed"],
+                     "at chance on": ", ".join(at_chance) or "none", "needs": what}
+    columns = ["claim", "verdict", "mean difference", "MDE", "seeds needed", "at chance on", "needs"]
+    return pd.DataFrame.from_dict(rows, orient="index", columns=columns).rename_axis("claim id")
+
+
+def needs_text(table: pd.DataFrame, gpu: Profile) -> str:
+    """:func:`needs` in words, with what ``gpu`` (the paper-scale profile) brings against it."""
+    if not len(table):
+        return "every claim about scores is decided at this scale"
+    chance = int((table["verdict"] == stats.AT_CHANCE).sum())
+    unknown = int((table["verdict"] == stats.VARIANCE_UNKNOWN).sum())
+    seeds = table["seeds needed"].dropna()
+    most = max(len(gpu.pretrain_seeds_for(v)) for v in gpu.variants)
+    within = int((seeds <= most).sum())
+    tokens = gpu.pretrain.steps * gpu.pretrain.batch_size * gpu.seq_len
+    parts = [f"{len(table)} claim(s) about scores are not decided"]
+    if chance:
+        parts.append(f"{chance} because every variant is at chance on their tasks, which more seeds cannot mend: "
+                     f"they need models that learn those tasks, such as the {gpu.name} profile's (hidden size "
+                     f"{gpu.model['hidden_size']}, {gpu.model['num_hidden_layers']} layers, {tokens / 1e9:.1f} billion "
+                     "tokens a model)")
+    if unknown:
+        parts.append(f"{unknown} because no variant has two pretraining seeds")
+    if len(seeds):
+        parts.append(f"{len(seeds)} would be decided with {seeds.min():.0f} to {seeds.max():.0f} pretraining seeds a "
+                     f"variant if their observed differences were true; the gpu profile's {most} pretraining seeds "
+                     f"would be enough for {within} of them at this run's variance")
+    return "; ".join(parts)
 
 
 def _mde_text(verdicts: pd.DataFrame) -> str:

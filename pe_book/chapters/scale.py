@@ -225,7 +225,21 @@ def cpu_choice(study: ScaleStudy, study_profile: Profile, cpu: Profile, ran_in: 
         cited[f"cpu_study_{key}"] = verdict(at[key].iloc[0]) if len(at) else "not a budget the study stores"
         cited[f"cpu_own_{key}"] = verdict(own[key].iloc[0]) if len(own) else "nothing stored yet"
     cited["cpu_shared"] = shared_models_text(study.models, study.cpu_models, tokens)
+    cited["cpu_below"] = smaller_budgets_text(study.criteria, tokens)
     return cited
+
+
+def smaller_budgets_text(criteria: pd.DataFrame, tokens: int) -> str:
+    """The criteria the study fails at each of its budgets below ``tokens``, in words."""
+    below = criteria[criteria.tokens < tokens].sort_values("tokens")
+    if not len(below):
+        return "the study stores no smaller budget"
+    parts = []
+    for _, row in below.iterrows():
+        failed = [f"({key})" for key in ("a", "b", "c") if row[key] is None or not bool(row[key])]
+        parts.append(f"at {row.tokens / 1e6:.1f} million tokens " + (f"it fails or cannot decide {', '.join(failed)}"
+                                                                    if failed else "all three hold"))
+    return "; ".join(parts)
 
 
 def cpu_spending(runner: Runner, cpu: Runner) -> str:
@@ -237,8 +251,11 @@ def cpu_spending(runner: Runner, cpu: Runner) -> str:
     rates = costs.with_fallback(costs.measured_rates(cpu.store), costs.measured_rates(runner.store))
     rest = costs.estimate(cpu, planned, rates).loc["total"]
     unknown = f", and {int(rest['unknown'])} artifacts have no measured rate yet" if rest["unknown"] else ""
-    return (f"{costs.spent_hours(cpu.store):.1f} hours for the {stored} of {len(planned)} artifacts stored; the other "
-            f"{len(planned) - stored} are estimated at {rest['hours']:.1f} hours{unknown}")
+    spent = costs.spent_hours(cpu.store)
+    total = spent + rest["hours"]
+    return (f"{spent:.1f} hours for the {stored} of {len(planned)} artifacts stored; the other "
+            f"{len(planned) - stored} are estimated at {rest['hours']:.1f} hours{unknown}: {total:.1f} hours in all, "
+            f"{'within' if total <= CPU_HOURS else 'over'} the {CPU_HOURS:g} hours asked")
 
 
 def shared_models_text(models: pd.DataFrame, cpu_models: pd.DataFrame | None, tokens: int) -> str:
@@ -307,6 +324,39 @@ def finetune_screen(path) -> pd.DataFrame:
     return pd.DataFrame([{"recipe": r["recipe"], "variant": r["variant"], "task": r["task"],
                           "training examples": r["train_examples"], "validation": 100.0 * task_score(r["validation"]),
                           "test": 100.0 * task_score(r["test"])} for r in rows])
+
+
+def stored_finetunings(runner: Runner, variants: Sequence[str], tasks: Sequence[str], steps: int, recipe: str) -> pd.DataFrame:
+    """The stored fine-tunings (pretraining seed 0, fine-tuning seed 0) of ``variants`` at ``steps``
+    as rows of :func:`finetune_screen` named ``recipe``, to set a profile's own runs beside a screen's
+    (none when the profile keeps no model at ``steps``)."""
+    columns = ["recipe", "variant", "task", "training examples", "validation", "test"]
+    if steps not in runner.profile.pretrain.budgets:
+        return pd.DataFrame(columns=columns)
+    at = runner.snapshot(steps)
+    rows = []
+    for variant in variants:
+        for task in tasks:
+            found = runner.store.load(variant, stage_name("finetune", 0, task, "seed0", snapshot=at),
+                                      runner.finetune_config(variant, task, 0, 0, steps))
+            if found is not None:
+                rows.append({"recipe": recipe, "variant": variant, "task": task,
+                             "training examples": found.payload["train_examples"],
+                             "validation": 100.0 * task_score(found.payload["validation"]),
+                             "test": 100.0 * task_score(found.payload["test"])})
+    return pd.DataFrame(rows, columns=columns)
+
+
+#: The study's own recipe, as the cpu fine-tuning screen's last row.
+STUDY_FINETUNING = "2 epochs, 10,000 examples (the study)"
+
+
+def cpu_finetune_screen(path, runner: Runner, steps: int) -> pd.DataFrame:
+    """The fine-tuning screen on the cpu profile's models (``studies/finetune_screen/results-cpu.jsonl``)
+    with the study's own fine-tunings of the same models at ``steps`` (sst2, mrpc, stsb) beside it."""
+    screen = finetune_screen(path)
+    study = stored_finetunings(runner, sorted(set(screen.variant)), sorted(set(screen.task)), steps, STUDY_FINETUNING)
+    return pd.concat([screen, study], ignore_index=True) if len(study) else screen
 
 
 #: The recipe settings of a screen run shown beside its result (``args`` of ``studies/recipe_screen/*.json``).

@@ -168,6 +168,44 @@ def test_an_undecided_claim_reports_its_mde():
     assert result["MDE"] == pytest.approx(result["details"]["MDE"].max()) and result["MDE"] > 0
 
 
+def test_seeds_needed_is_the_first_count_whose_mde_reaches_the_effect():
+    c = stats.components(np.random.default_rng(5).normal(0, 1, (3, 3, 3)))  # 3 variants, 3 x 3 seeds
+    level = 0.05 / 2
+    needed = stats.seeds_needed(c, 1.0, level)
+    assert needed >= 2
+
+    def mde_at(seeds):
+        return stats.mde(math.sqrt(2 * float(c.tau2) / seeds), 3 * (seeds - 1), level)
+
+    assert mde_at(needed) <= 1.0 and (needed == 2 or mde_at(needed - 1) > 1.0)
+    assert stats.seeds_needed(c, -1.0, level) == needed  # either sign
+    assert stats.seeds_needed(c, 2.0, level) <= needed  # a larger effect needs no more seeds
+    assert math.isnan(stats.seeds_needed(c, 1e-3, level))  # beyond MAX_SEEDS
+    assert math.isnan(stats.seeds_needed(c, 0.0, level))
+
+
+@pytest.mark.parametrize("needed, difference, quantifier, seeds", [
+    ([4, 9], [1.0, 2.0], "all", 9.0),  # every comparison must be decided as claimed
+    ([4, 9], [1.0, -2.0], "all", 9.0),  # ... or one against: the one against is detectable at 9
+    ([9, 4], [1.0, -2.0], "all", 4.0),
+    ([4, 9], [1.0, 2.0], "any", 4.0),
+    ([3, 5, 7], [1.0, 1.0, 1.0], "most", 5.0),  # more than half
+    ([4, math.nan], [1.0, 1.0], "all", math.nan),  # one comparison beyond MAX_SEEDS
+])
+def test_a_claim_needs_the_seeds_its_quantifier_rule_needs(needed, difference, quantifier, seeds):
+    result = stats.claim_seeds_needed(needed, difference, quantifier)
+    assert (math.isnan(result) and math.isnan(seeds)) or result == seeds
+
+
+def test_an_undecided_claim_says_how_many_pretraining_seeds_would_decide_it():
+    rng = np.random.default_rng(4)
+    scores = {v: (rng.normal(0, 1, (3, 1)) + rng.normal(0, 1, (3, 3)) + (2.0 if v == "a" else 0.0)).tolist()
+              for v in "ab"}  # observed difference 2.5 with a standard error of 1.3: p 0.13
+    result = stats.assess(Claim("k", "a beats b", (Comparison("a", "b", "classification"),)), _frame(scores))
+    assert result["verdict"] == stats.UNDECIDED and result["seeds needed"] == 8
+    assert result["seeds needed"] == result["details"]["seeds needed"].iloc[0]
+
+
 def test_models_at_chance_are_not_decidable_never_contradicted():
     frame = _frame({"a": [[50.0, 50.2], [50.1, 50.3], [49.9, 50.0]], "b": [[55.0, 55.1], [55.2, 55.0], [54.9, 55.1]]})
     claim = Claim("k", "a beats b", (Comparison("a", "b", "classification"),))

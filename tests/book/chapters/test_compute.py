@@ -3,16 +3,20 @@
 result's ``cited`` numbers, without executing a notebook or building the book."""
 import dataclasses
 import importlib
+import math
 import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from book.test_glue_references import NOTEBOOKS, glued_patterns, references
+from pe_book import stats
 from pe_book.chapters import (classification, cls_untying, dot_products, findings, length_extrapolation, performance,
                               probing, properties, real_models, scale, sinusoid, span_prediction)
 from pe_book.chapters import pretraining as pretraining_chapter
+from pe_book.experiments.profiles import GPU
 from pe_lib.errors import InputError
 from pe_lib.sinusoid import integer_monotonic_range
 
@@ -123,6 +127,26 @@ def test_findings_decide_every_claim(store):
     assert "none" not in result.points().index and set(result.points()["kind"]) <= {"absolute", "relative", "APE + relative"}
     with pytest.raises(ValueError, match="alpha must be between 0 and 1"):
         findings.compute(store, alpha=1.5)
+    undecided = result.verdicts[result.verdicts["verdict"].str.startswith("not decidable")]
+    assert list(result.needs.index) == list(undecided.index)  # one row per claim not decided, with its reason
+    assert result.needs["needs"].str.len().min() > 0 and result.cited["needs_text"].startswith(f"{len(undecided)} claim")
+
+
+def test_needs_separates_chance_from_seeds():
+    verdicts = pd.DataFrame({"claim": ["c1", "c2", "c3", "c4"], "mean difference": [1.0, 2.0, 0.5, 3.0],
+                             "MDE": [5.0, 6.0, 7.0, 1.0], "seeds needed": [math.nan, 12.0, math.nan, math.nan],
+                             "verdict": [stats.AT_CHANCE, stats.UNDECIDED, stats.UNDECIDED, stats.SUPPORTED]},
+                            index=["a", "b", "c", "d"])
+    details = pd.DataFrame({"claim id": ["a", "a", "b", "c", "d"], "column": ["cola", "mrpc", "sst2", "sst2", "sst2"],
+                            "outcome": ["at chance", "at chance", "not decided", "not decided", "as claimed"]})
+    table = findings.needs(verdicts, details)
+    assert list(table.index) == ["a", "b", "c"]  # the supported claim needs nothing
+    assert table.loc["a", "at chance on"] == "cola, mrpc" and "models that learn cola, mrpc" in table.loc["a", "needs"]
+    assert table.loc["b", "needs"].startswith("12 pretraining seeds") and "more than 64" in table.loc["c", "needs"]
+    text = findings.needs_text(table, GPU)
+    assert text.startswith("3 claim(s)") and "1 because every variant is at chance" in text
+    assert "the gpu profile's (hidden size 768, 12 layers, 13.1 billion tokens a model)" in text
+    assert "would be enough for 0 of them" in text  # 12 seeds against the gpu profile's 3
 
 
 def test_performance_reads_the_committed_benchmark(tmp_path):
@@ -193,8 +217,12 @@ def test_scale_compares_the_cpu_profile_budget_recipe_and_own_models_with_the_st
     assert itself.cpu_criteria.drop(columns="a_null_rate").equals(itself.criteria.drop(columns="a_null_rate"))
     assert itself.cited["cpu_a_chance"] == f"{scale.separation_chance(1, 1):.3f}"
     planned = len(store.plan())
-    assert re.fullmatch(rf"\d+\.\d hours for the {planned} of {planned} artifacts stored; the other 0 are estimated at 0\.0 hours",
-                        itself.cited["cpu_spending"])
+    assert re.fullmatch(rf"(\d+\.\d) hours for the {planned} of {planned} artifacts stored; the other 0 are estimated at 0\.0 "
+                        rf"hours: \1 hours in all, within the {scale.CPU_HOURS:g} hours asked", itself.cited["cpu_spending"])
+    assert itself.cited["cpu_below"] == "the study stores no smaller budget"
+    own = scale.stored_finetunings(store, ["none", "ape-learned"], ["sst2"], 4, "the profile's")
+    assert list(own.variant) == ["none", "ape-learned"] and own["training examples"].eq(16).all()
+    assert scale.stored_finetunings(store, ["none"], ["sst2"], 3, "x").empty  # no model kept at step 3
     assert itself.cited["cpu_shared"].startswith(f"{len(itself.models)} of the {len(itself.models)} models that both trained")
     shifted = itself.cpu_models.assign(validation_loss=itself.cpu_models.validation_loss + 0.5)
     assert scale.shared_models_text(itself.models, shifted, 256).endswith("the largest difference is 5.00e-01 nats")

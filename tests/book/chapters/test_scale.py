@@ -77,6 +77,20 @@ def test_the_recipe_screen_is_read_from_its_committed_files():
     assert (screen["validation loss"] > 0).all() and screen["position init std"].notna().all()
 
 
+def test_smaller_budgets_name_the_criteria_they_fail():
+    criteria = pd.DataFrame({"tokens": [4_096_000, 8_192_000, 16_384_000], "a": [False, None, True],
+                             "b": [False, True, True], "c": [True, True, True]})
+    assert scale.smaller_budgets_text(criteria, 16_384_000) == ("at 4.1 million tokens it fails or cannot decide (a), (b); "
+                                                                "at 8.2 million tokens it fails or cannot decide (a)")
+    assert scale.smaller_budgets_text(criteria, 4_096_000) == "the study stores no smaller budget"
+
+
+def test_the_cpu_finetune_screen_is_read_from_its_committed_file():
+    path = ROOT / "studies" / "finetune_screen" / "results-cpu.jsonl"
+    screen = scale.finetune_screen(path)
+    assert set(screen["task"]) == {"sst2", "mrpc", "stsb"} and "1 epoch, 10,000 examples" in set(screen["recipe"])
+
+
 def test_the_finetune_screen_is_read_from_its_committed_file():
     screen = scale.finetune_screen(ROOT / "studies" / "finetune_screen" / "results.jsonl")
     assert set(screen["task"]) == {"sst2", "mrpc"} and set(screen["variant"]) == {"none", "ape-learned"}
