@@ -78,12 +78,12 @@ def compute(runner, variants: Sequence[str] = (), seeds: Sequence[int] = (), spl
     correlation = claims.correlations(indicators, scores)
     paper = claims.paper_claims(span_tasks=span_tasks, selection=validation)
     verdicts = stats.assess_claims(paper, per_seed, baselines, alpha)
+    details = stats.comparison_table(paper, per_seed, baselines, alpha)
     result = Findings(
         names, groups, indicators, scores, correlation,
         stats.variance_table(per_seed, list(groups) + [t for t in span_tasks if t in per_seed.columns]),
-        verdicts, claims.assess_indicator_claims(correlation, list(scores.columns), alpha),
-        stats.comparison_table(paper, per_seed, baselines, alpha), pd.DataFrame(), {})
-    result.needs = needs(result.verdicts, result.details)
+        verdicts, claims.assess_indicator_claims(correlation, list(scores.columns), alpha), details,
+        needs(verdicts, details), {})
     all_verdicts = list(result.verdicts["verdict"]) + list(result.indicator_verdicts["verdict"])
     result.cited = {
         "n_seeds": len(seed_list), "n_variants": len(names), "split": split, "alpha": alpha,
