@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +33,7 @@ from pe_book.experiments.baselines import task_score
 from pe_book.experiments.profiles import Profile
 from pe_book.experiments.runner import Runner, stage_name
 from pe_lib.positions import resolve_variants
+from pe_lib.training.finetune import FinetuneConfig
 
 #: Criterion (b): both diagonal indicators of the learned APE's P P^T at least this.
 DIAGONAL_THRESHOLD = 0.2
@@ -284,6 +285,9 @@ def recipe_departures(study: Profile, cpu: Profile, ran_in: str = "") -> str:
                               replace(cpu.pretrain, steps=1, snapshot_steps=(), precision="auto")),
               "fine-tuning": (replace(study.finetune, precision="auto"), replace(cpu.finetune, precision="auto"))}
     differ = [name for name, (a, b) in checks.items() if a != b]
+    per_task = {t: _config_changes(study.finetune_for(t), cpu.finetune_for(t)) for t in cpu.tasks if t in study.tasks}
+    if any(per_task.values()):
+        differ.append("fine-tuning of " + "; ".join(f"{t} ({changes})" for t, changes in per_task.items() if changes))
     if (study.pretrain.precision, study.finetune.precision) != (cpu.pretrain.precision, cpu.finetune.precision):
         ran = f", which ran in {ran_in}" if ran_in and study.pretrain.precision == "auto" else ""
         differ.append(f"precision ({cpu.pretrain.precision} for pretraining, {cpu.finetune.precision} for fine-tuning, "
@@ -291,6 +295,13 @@ def recipe_departures(study: Profile, cpu: Profile, ran_in: str = "") -> str:
     if any(cpu.max_train_for(t) != study.max_train_for(t) for t in cpu.tasks if t in study.tasks):
         differ.append(f"training examples (at most {caps_text(cpu, cpu.tasks)}, against the study's {caps_text(study, study.tasks)})")
     return "; ".join(differ) if differ else "none"
+
+
+def _config_changes(study: FinetuneConfig, cpu: FinetuneConfig) -> str:
+    """The fields, precision aside, in which ``cpu`` fine-tunes a task unlike ``study``, in words
+    ("epochs 10 against the study's 2"; empty when alike)."""
+    return ", ".join(f"{f.name} {getattr(cpu, f.name)} against the study's {getattr(study, f.name)}"
+                     for f in fields(FinetuneConfig) if f.name != "precision" and getattr(cpu, f.name) != getattr(study, f.name))
 
 
 def caps_text(profile: Profile, tasks: Sequence[str]) -> str:
@@ -399,7 +410,7 @@ def cpu_candidate(study: Profile, cpu: Profile, steps: int) -> Profile:
     """The cpu profile as the study's recipe at ``steps``: the study's model, data and training, with
     the cpu profile's variants, tasks and seeds, fine-tuned on as many examples as the study."""
     return replace(study, name=cpu.name, description=cpu.description, variants=cpu.variants, tasks=cpu.tasks,
-                   seeds=cpu.seeds, pretrain_seeds=cpu.pretrain_seeds,
+                   finetune_by_task=cpu.finetune_by_task, seeds=cpu.seeds, pretrain_seeds=cpu.pretrain_seeds,
                    pretrain_seeds_by_variant=cpu.pretrain_seeds_by_variant,
                    pretrain=replace(study.pretrain, steps=steps, snapshot_steps=()))
 

@@ -39,7 +39,7 @@ def run(args) -> int:
         raise InputError(f"the model's vocab_size {model_vocab} does not match the tokenizer's {len(tokenizer)}; "
                          "pass the tokenizer it was pretrained with (--tokenizer)")
     overrides = {"seed": args.seed, **({"epochs": args.epochs} if args.epochs is not None else {})}
-    result = finetune(args.model, tokenizer, task, dataclasses.replace(profile.finetune, **overrides),
+    result = finetune(args.model, tokenizer, task, dataclasses.replace(profile.finetune_for(args.task), **overrides),
                       progress=not args.no_progress)
     print(json.dumps(result, indent=2))
     return 0

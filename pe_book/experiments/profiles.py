@@ -10,8 +10,9 @@ branch on a profile's name.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 
+from pe_lib.data.tasks import TASKS
 from pe_lib.errors import InputError
 from pe_lib.training.finetune import FinetuneConfig
 from pe_lib.training.pretrain import PretrainConfig
@@ -49,6 +50,7 @@ class Profile:
     pretrain_seeds_by_variant: dict[str, int] = field(default_factory=dict)  # ... unless named here
     task_max_train: int | None = 4000  # training examples of every task ...
     task_max_train_by_task: dict[str, int] = field(default_factory=dict)  # ... unless named here
+    finetune_by_task: dict[str, dict] = field(default_factory=dict)  # FinetuneConfig fields that differ for a task
     task_max_eval: int | None = 1000  # validation/test examples scored (first N of the fixed split)
     probe: dict = field(default_factory=lambda: {"length": 64, "n_words": 100})
     data_source: str = "auto"  # hub when online, packaged analogues otherwise
@@ -60,9 +62,22 @@ class Profile:
         seed of :attr:`seeds`, so comparisons see the variance of both."""
         return tuple(range(self.pretrain_seeds_by_variant.get(variant, self.pretrain_seeds)))
 
+    def __post_init__(self):
+        valid = {f.name for f in fields(FinetuneConfig)} - {"seed"}
+        for task, overrides in self.finetune_by_task.items():
+            if task not in TASKS:
+                raise InputError(f"finetune_by_task names {task!r}, not a task; valid tasks: {', '.join(TASKS)}")
+            if set(overrides) - valid:
+                raise InputError(f"finetune_by_task[{task!r}] sets {', '.join(sorted(set(overrides) - valid))}; "
+                                 f"valid fields: {', '.join(sorted(valid))}")
+
     def max_train_for(self, task: str) -> int | None:
         """The cap on ``task``'s training examples (None: all of them)."""
         return self.task_max_train_by_task.get(task, self.task_max_train)
+
+    def finetune_for(self, task: str) -> FinetuneConfig:
+        """The fine-tuning configuration of ``task``: :attr:`finetune` with the task's overrides."""
+        return replace(self.finetune, **self.finetune_by_task.get(task, {}))
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -139,9 +154,12 @@ SCALE = Profile(
 #: and 2,000 a span task (a span fine-tuning costs about 3 sentence ones of the same size). 4,000
 #: sentence examples (the first choice, to fit 10 hours) left every 4x model at chance on sst2 and
 #: mrpc, and one epoch over 10,000 or all examples did no better than two over 10,000 for the
-#: same cost (studies/finetune_screen, results-cpu.jsonl). The whole profile then costs about 17 h
-#: on the 2-core machine (``pe-lib run --profile cpu --dry-run --estimate-from cpu``): over the
-#: 10 hours asked, because no budget within them meets criteria (a)-(c) (chapter 13).
+#: same cost (studies/finetune_screen, results-cpu.jsonl). cola, the word-order task, gets 10
+#: epochs (860 steps, about as many as the other tasks' 625): after 2 epochs (172 steps) the
+#: absolute PEs still predicted one class (results-cpu-cola.jsonl). squad_v2 stays at 2 epochs:
+#: 5 left every model at "no answer" too (results-cpu-squad_v2.jsonl). The whole profile then
+#: costs about 20 h on the 2-core machine (``pe-lib run --profile cpu --dry-run --estimate-from
+#: cpu``): over the 10 hours asked, because no budget within them meets criteria (a)-(c) (chapter 13).
 CPU = Profile(
     name="cpu",
     description="the published reproduction on a 2-core CPU: the scale study's recipe at 4x (16.4M tokens a model)",
@@ -154,6 +172,7 @@ CPU = Profile(
     pretrain_seeds_by_variant=THREE_PRETRAINING_SEEDS,
     task_max_train=SCALE.task_max_train,
     task_max_train_by_task={"squad": 2000, "squad_v2": 2000},
+    finetune_by_task={"cola": {"epochs": 10}},
     task_max_eval=400,
     probe=SCALE.probe,
 )

@@ -335,7 +335,7 @@ class Runner:
     def finetune_config(self, variant: str, task: str, seed: int, pretrain_seed: int = 0, steps: int | None = None) -> dict:
         return {"stage": "finetune", "code_version": CODE_VERSIONS["finetune"],
                 "pretrain": self.pretrain_key(variant, pretrain_seed, steps), "task": task, "seed": seed,
-                "finetune": asdict(replace(self.profile.finetune, seed=seed)), "data": self.task_fingerprint(task)}
+                "finetune": asdict(replace(self.profile.finetune_for(task), seed=seed)), "data": self.task_fingerprint(task)}
 
     @locked
     def ensure_finetuned(self, variant: str, task_name: str, seed: int, pretrain_seed: int = 0,
@@ -351,7 +351,7 @@ class Runner:
         t0 = time.perf_counter()
         self._pretrain(variant, pretrain_seed, steps)  # makes sure the weights are on disk
         result = finetune(self.model_dir(variant, pretrain_seed, steps), self.tokenizer, task,
-                          replace(self.profile.finetune, seed=seed), progress=self.progress)
+                          replace(self.profile.finetune_for(task_name), seed=seed), progress=self.progress)
         wall = time.perf_counter() - t0
         self.timings["finetune"] += wall
         return self.store.save(variant, stage, config, result, wall)

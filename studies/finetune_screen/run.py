@@ -4,6 +4,8 @@ recipes and writes one JSON line per run. Run from the repository root once the 
 
     python studies/finetune_screen/run.py          # the scale study's 1x models -> results.jsonl
     python studies/finetune_screen/run.py cpu      # the cpu profile's 4x models -> results-cpu.jsonl
+    python studies/finetune_screen/run.py cpu-cola # ... on the word-order task -> results-cpu-cola.jsonl
+    python studies/finetune_screen/run.py cpu-squad_v2  # ... on squad_v2 -> results-cpu-squad_v2.jsonl
 """
 import dataclasses
 import json
@@ -25,16 +27,25 @@ RECIPES = {  # name -> (FinetuneConfig overrides, task_max_train)
     "2 epochs, 4,000 examples": ({}, 4000),
     "1 epoch, 10,000 examples": ({"epochs": 1}, 10_000),
     "1 epoch, all training examples": ({"epochs": 1}, None),
+    "2 epochs (all examples)": ({}, None),
+    "5 epochs (all examples)": ({"epochs": 5}, None),
+    "10 epochs (all examples)": ({"epochs": 10}, None),
+    "5 epochs, 2,000 examples": ({"epochs": 5}, 2000),
 }
-#: name -> (profile, pretraining steps of the models, recipes, tasks, output file)
+#: name -> (profile, pretraining steps of the models, variants, recipes, tasks, output file)
 SCREENS = {
-    "scale": (SCALE, 2000, list(RECIPES)[:5], ("sst2", "mrpc"), HERE / "results.jsonl"),
-    "cpu": (CPU, None, list(RECIPES)[5:], ("sst2", "mrpc", "stsb"), HERE / "results-cpu.jsonl"),
+    "scale": (SCALE, 2000, ("none", "ape-learned"), list(RECIPES)[:5], ("sst2", "mrpc"), HERE / "results.jsonl"),
+    "cpu": (CPU, None, ("none", "ape-learned"), list(RECIPES)[5:8], ("sst2", "mrpc", "stsb"), HERE / "results-cpu.jsonl"),
+    # the word-order task (cola's analogue), which a model without positions cannot solve
+    "cpu-cola": (CPU, None, ("ape-learned", "ape-sin"), list(RECIPES)[8:11], ("cola",), HERE / "results-cpu-cola.jsonl"),
+    # SQuAD 2.0's analogue, where every variant predicts "no answer" after 2 epochs over 2,000 examples
+    "cpu-squad_v2": (CPU, None, ("ape-learned", "ape-sin"), list(RECIPES)[11:], ("squad_v2",),
+                     HERE / "results-cpu-squad_v2.jsonl"),
 }
 
 
-def main(screen: str = "scale", variants=("none", "ape-learned")) -> None:
-    profile, steps, recipes, tasks, out = SCREENS[screen]
+def main(screen: str = "scale") -> None:
+    profile, steps, variants, recipes, tasks, out = SCREENS[screen]
     done = {(r["variant"], r["task"], r["recipe"]) for r in map(json.loads, out.read_text().splitlines())} if out.exists() else set()
     for recipe in recipes:
         overrides, max_train = RECIPES[recipe]

@@ -10,6 +10,7 @@ from transformers import BertTokenizer
 import pe_lib.data
 import pe_lib.training.pretrain
 from pe_lib.data.tasks import TASKS, Task
+from pe_lib.errors import InputError
 from pe_book.experiments import runner as runner_module
 from pe_book.experiments.profiles import SMOKE, get_profile
 from pe_book.experiments.runner import Runner
@@ -307,6 +308,30 @@ def test_a_task_named_in_the_profile_gets_its_own_cap_on_training_examples(runne
     runner.profile = dataclasses.replace(profile, task_max_train=40, task_max_train_by_task={"squad": 20})
     runner.task("sst2"), runner.task("squad")
     assert asked == {"sst2": 40, "squad": 20}
+
+
+def test_a_task_named_in_the_profile_gets_its_own_fine_tuning_and_only_its_key_changes(runner, profile, monkeypatch):
+    tuned = runner.with_profile(dataclasses.replace(profile, tasks=("sst2", "cola"), finetune_by_task={"cola": {"epochs": 3}}))
+    plain = runner.with_profile(dataclasses.replace(profile, tasks=("sst2", "cola")))
+    assert tuned.finetune_config("ape-learned", "sst2", 0) == plain.finetune_config("ape-learned", "sst2", 0)
+    cola = tuned.finetune_config("ape-learned", "cola", 1)["finetune"]
+    assert cola["epochs"] == 3 and cola["seed"] == 1 and cola != plain.finetune_config("ape-learned", "cola", 1)["finetune"]
+    used = {}
+    monkeypatch.setattr(runner_module, "finetune", lambda model, tok, task, cfg, progress: used.update({task.meta.name: cfg})
+                        or {"validation": {}, "test": {}, "train_examples": 16})
+    tuned.ensure_finetuned("ape-learned", "cola", 1)
+    tuned.ensure_finetuned("ape-learned", "sst2", 1)
+    assert used["cola"] == dataclasses.replace(profile.finetune, epochs=3, seed=1)
+    assert used["sst2"] == dataclasses.replace(profile.finetune, seed=1)
+
+
+def test_per_task_fine_tuning_names_a_task_and_config_fields():
+    cpu = get_profile("cpu")
+    assert cpu.finetune_for("cola").epochs == 10 and cpu.finetune_for("sst2") == cpu.finetune
+    with pytest.raises(InputError, match="not a task; valid tasks: cola, sst2"):
+        dataclasses.replace(cpu, finetune_by_task={"colaa": {"epochs": 3}})
+    with pytest.raises(InputError, match="sets epoch; valid fields: batch_size"):
+        dataclasses.replace(cpu, finetune_by_task={"cola": {"epoch": 3}})
 
 
 def test_the_chunked_profiles_train_in_one_precision_on_every_machine():
