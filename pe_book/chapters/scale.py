@@ -32,6 +32,7 @@ from pe_book.experiments import adopt, costs
 from pe_book.experiments.baselines import task_score
 from pe_book.experiments.profiles import Profile
 from pe_book.experiments.runner import Runner, stage_name
+from pe_lib.data.tasks import get_task
 from pe_lib.positions import resolve_variants
 from pe_lib.training.finetune import FinetuneConfig
 
@@ -285,7 +286,9 @@ def recipe_departures(study: Profile, cpu: Profile, ran_in: str = "") -> str:
                               replace(cpu.pretrain, steps=1, snapshot_steps=(), precision="auto")),
               "fine-tuning": (replace(study.finetune, precision="auto"), replace(cpu.finetune, precision="auto"))}
     differ = [name for name, (a, b) in checks.items() if a != b]
-    per_task = {t: _config_changes(study.finetune_for(t), cpu.finetune_for(t)) for t in cpu.tasks if t in study.tasks}
+    per_task = {t: _config_changes(study.finetune_for(t), cpu.finetune_for(t),
+                                   set(study.finetune_by_task.get(t, {})) | set(cpu.finetune_by_task.get(t, {})))
+                for t in cpu.tasks if t in study.tasks}
     if any(per_task.values()):
         differ.append("fine-tuning of " + "; ".join(f"{t} ({changes})" for t, changes in per_task.items() if changes))
     if (study.pretrain.precision, study.finetune.precision) != (cpu.pretrain.precision, cpu.finetune.precision):
@@ -297,11 +300,11 @@ def recipe_departures(study: Profile, cpu: Profile, ran_in: str = "") -> str:
     return "; ".join(differ) if differ else "none"
 
 
-def _config_changes(study: FinetuneConfig, cpu: FinetuneConfig) -> str:
-    """The fields, precision aside, in which ``cpu`` fine-tunes a task unlike ``study``, in words
-    ("epochs 10 against the study's 2"; empty when alike)."""
+def _config_changes(study: FinetuneConfig, cpu: FinetuneConfig, names: set[str]) -> str:
+    """The fields among ``names`` (a task's overrides) in which ``cpu`` fine-tunes the task unlike
+    ``study``, in words ("epochs 10 against the study's 2"; empty when alike)."""
     return ", ".join(f"{f.name} {getattr(cpu, f.name)} against the study's {getattr(study, f.name)}"
-                     for f in fields(FinetuneConfig) if f.name != "precision" and getattr(cpu, f.name) != getattr(study, f.name))
+                     for f in fields(FinetuneConfig) if f.name in names and getattr(cpu, f.name) != getattr(study, f.name))
 
 
 def caps_text(profile: Profile, tasks: Sequence[str]) -> str:
@@ -333,8 +336,24 @@ def finetune_screen(path) -> pd.DataFrame:
     task's metrics)."""
     rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
     return pd.DataFrame([{"recipe": r["recipe"], "variant": r["variant"], "task": r["task"],
-                          "training examples": r["train_examples"], "validation": 100.0 * task_score(r["validation"]),
-                          "test": 100.0 * task_score(r["test"])} for r in rows])
+                          "training examples": r["train_examples"], "validation": task_percent(r["task"], r["validation"]),
+                          "test": task_percent(r["task"], r["test"])} for r in rows])
+
+
+def epochs_screen(paths: Sequence, cpu: Runner) -> pd.DataFrame:
+    """The screens of more fine-tuning epochs (:func:`finetune_screen` of each file in ``paths``),
+    with the ``cpu`` profile's own stored runs of the same variants on the screened tasks whose
+    recipe it kept (the tasks it does not fine-tune differently)."""
+    screen = pd.concat([finetune_screen(path) for path in paths], ignore_index=True)
+    kept = [t for t in sorted(set(screen.task)) if t not in cpu.profile.finetune_by_task]
+    own = stored_finetunings(cpu, sorted(set(screen.variant)), kept, cpu.profile.pretrain.steps,
+                             f"{cpu.profile.finetune.epochs} epochs (the {cpu.profile.name} profile)")
+    return pd.concat([screen, own], ignore_index=True) if len(own) else screen
+
+
+def task_percent(task: str, values: dict) -> float:
+    """A task's score in percent (:func:`task_score`; a span task's metrics are percentages already)."""
+    return task_score(values) * (1.0 if get_task(task).meta.kind == "span" else 100.0)
 
 
 def stored_finetunings(runner: Runner, variants: Sequence[str], tasks: Sequence[str], steps: int, recipe: str) -> pd.DataFrame:
@@ -353,8 +372,8 @@ def stored_finetunings(runner: Runner, variants: Sequence[str], tasks: Sequence[
             if found is not None:
                 rows.append({"recipe": recipe, "variant": variant, "task": task,
                              "training examples": found.payload["train_examples"],
-                             "validation": 100.0 * task_score(found.payload["validation"]),
-                             "test": 100.0 * task_score(found.payload["test"])})
+                             "validation": task_percent(task, found.payload["validation"]),
+                             "test": task_percent(task, found.payload["test"])})
     return pd.DataFrame(rows, columns=columns)
 
 

@@ -223,6 +223,9 @@ def test_scale_compares_the_cpu_profile_budget_recipe_and_own_models_with_the_st
     own = scale.stored_finetunings(store, ["none", "ape-learned"], ["sst2"], 4, "the profile's")
     assert list(own.variant) == ["none", "ape-learned"] and own["training examples"].eq(16).all()
     assert scale.stored_finetunings(store, ["none"], ["sst2"], 3, "x").empty  # no model kept at step 3
+    screens = [ROOT / "studies" / "finetune_screen" / f"results-cpu-{t}.jsonl" for t in ("cola", "squad_v2")]
+    epochs = scale.epochs_screen(screens, store)  # the store fine-tunes neither task: the screens alone
+    assert set(epochs.task) == {"cola", "squad_v2"} and epochs.test.between(0, 100).all()
     assert itself.cited["cpu_shared"].startswith(f"{len(itself.models)} of the {len(itself.models)} models that both trained")
     shifted = itself.cpu_models.assign(validation_loss=itself.cpu_models.validation_loss + 0.5)
     assert scale.shared_models_text(itself.models, shifted, 256).endswith("the largest difference is 5.00e-01 nats")

@@ -97,6 +97,11 @@ def test_the_cpu_finetune_screen_is_read_from_its_committed_file():
     assert set(screen["task"]) == {"sst2", "mrpc", "stsb"} and "1 epoch, 10,000 examples" in set(screen["recipe"])
 
 
+def test_a_span_task_score_is_a_percentage_already():
+    assert scale.task_percent("squad_v2", {"exact_match": 49.0, "f1": 51.0}) == 50.0
+    assert scale.task_percent("sst2", {"accuracy": 0.5}) == 50.0
+
+
 def test_the_finetune_screen_is_read_from_its_committed_file():
     screen = scale.finetune_screen(ROOT / "studies" / "finetune_screen" / "results.jsonl")
     assert set(screen["task"]) == {"sst2", "mrpc"} and set(screen["variant"]) == {"none", "ape-learned"}
