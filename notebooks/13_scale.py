@@ -133,8 +133,15 @@ screened.style.format({"peak lr": "{:g}", "warm-up": "{:g}", "masking": "{:.2f}"
 # %% tags=["hide-input"]
 screen_table, screen_best = scale.finetune_screen_table(scale.finetune_screen(finetune_screen))
 book.glue("screen_best", screen_best)
-screen_table.style.format({c: "{:,.0f}" if c[1] == "training examples" else "{:.1f}" for c in screen_table.columns}
-                          ).set_table_attributes('class="dataframe"')
+
+
+def styled_screen(table):
+    """A fine-tuning screen's table: examples as counts, scores to one decimal, a dash where a run is missing."""
+    return (table.style.format({c: "{:,.0f}" if c[1] == "training examples" else "{:.1f}" for c in table.columns},
+                               na_rep="—").set_table_attributes('class="dataframe"'))
+
+
+styled_screen(screen_table)
 
 # %% [markdown]
 # No recipe on 1,500 examples lifts the models much above chance; all the examples do (best:
@@ -154,8 +161,7 @@ screen_table.style.format({c: "{:,.0f}" if c[1] == "training examples" else "{:.
 screen_cpu = scale.cpu_finetune_screen(finetune_screen_cpu, runner, cpu_runner.profile.pretrain.steps)
 screen_cpu_table, screen_cpu_best = scale.finetune_screen_table(screen_cpu)
 book.glue("screen_cpu_best", screen_cpu_best)
-screen_cpu_table.style.format({c: "{:,.0f}" if c[1] == "training examples" else "{:.1f}" for c in screen_cpu_table.columns},
-                              na_rep="—").set_table_attributes('class="dataframe"')
+styled_screen(screen_cpu_table)
 
 # %% [markdown]
 # Two epochs over 4,000 examples leave both models near the best constant predictor on sst2 and
@@ -172,8 +178,7 @@ screen_cpu_table.style.format({c: "{:,.0f}" if c[1] == "training examples" else 
 # %% tags=["hide-input"]
 screen_epochs_table, screen_epochs_best = scale.finetune_screen_table(scale.epochs_screen(finetune_screen_epochs, cpu_runner))
 book.glue("screen_epochs_best", screen_epochs_best)
-screen_epochs_table.style.format({c: "{:,.0f}" if c[1] == "training examples" else "{:.1f}" for c in screen_epochs_table.columns},
-                                 na_rep="—").set_table_attributes('class="dataframe"')
+styled_screen(screen_epochs_table)
 
 # %% [markdown]
 # More epochs move the absolute PEs off the constant on cola (best: {glue:text}`screen_epochs_best`;

@@ -346,14 +346,22 @@ def epochs_screen(paths: Sequence, cpu: Runner) -> pd.DataFrame:
     recipe it kept (the tasks it does not fine-tune differently)."""
     screen = pd.concat([finetune_screen(path) for path in paths], ignore_index=True)
     kept = [t for t in sorted(set(screen.task)) if t not in cpu.profile.finetune_by_task]
-    own = stored_finetunings(cpu, sorted(set(screen.variant)), kept, cpu.profile.pretrain.steps,
-                             f"{cpu.profile.finetune.epochs} epochs (the {cpu.profile.name} profile)")
-    return pd.concat([screen, own], ignore_index=True) if len(own) else screen
+    return beside_stored(screen, cpu, cpu.profile.pretrain.steps,
+                         f"{cpu.profile.finetune.epochs} epochs (the {cpu.profile.name} profile)", kept)
 
 
 def task_percent(task: str, values: dict) -> float:
     """A task's score in percent (:func:`task_score`; a span task's metrics are percentages already)."""
     return task_score(values) * (1.0 if get_task(task).meta.kind == "span" else 100.0)
+
+
+def beside_stored(screen: pd.DataFrame, runner: Runner, steps: int, recipe: str,
+                  tasks: Sequence[str] | None = None) -> pd.DataFrame:
+    """A screen's rows (:func:`finetune_screen`) followed by ``runner``'s stored fine-tunings at
+    ``steps`` of the screen's variants on ``tasks`` (default: the screen's), named ``recipe``."""
+    tasks = sorted(set(screen.task)) if tasks is None else tasks
+    own = stored_finetunings(runner, sorted(set(screen.variant)), tasks, steps, recipe)
+    return pd.concat([screen, own], ignore_index=True) if len(own) else screen
 
 
 def stored_finetunings(runner: Runner, variants: Sequence[str], tasks: Sequence[str], steps: int, recipe: str) -> pd.DataFrame:
@@ -384,9 +392,7 @@ STUDY_FINETUNING = "2 epochs, 10,000 examples (the study)"
 def cpu_finetune_screen(path, runner: Runner, steps: int) -> pd.DataFrame:
     """The fine-tuning screen on the cpu profile's models (``studies/finetune_screen/results-cpu.jsonl``)
     with the study's own fine-tunings of the same models at ``steps`` (sst2, mrpc, stsb) beside it."""
-    screen = finetune_screen(path)
-    study = stored_finetunings(runner, sorted(set(screen.variant)), sorted(set(screen.task)), steps, STUDY_FINETUNING)
-    return pd.concat([screen, study], ignore_index=True) if len(study) else screen
+    return beside_stored(finetune_screen(path), runner, steps, STUDY_FINETUNING)
 
 
 #: The recipe settings of a screen run shown beside its result (``args`` of ``studies/recipe_screen/*.json``).
