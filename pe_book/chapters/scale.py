@@ -71,8 +71,9 @@ class ScaleStudy:
 
 def collect(runner: Runner, variants: Sequence[str], tasks: Sequence[str]) -> pd.DataFrame:
     """One row per stored pretrained model (variant, pretraining seed, budget): tokens, validation
-    loss, the learned APE's indicators (NaN without one) and, averaged over the stored fine-tuning
-    seeds, the classification average on the validation and test splits (NaN when none is stored)."""
+    loss, the learned APE's indicators (NaN without one), averaged over the stored fine-tuning
+    seeds the classification average on the validation and test splits (NaN when none is stored),
+    and when its pretraining artifact was created (a copy taken by ``pe-lib adopt`` keeps it)."""
     profile = runner.profile
     tokens_per_step = profile.pretrain.batch_size * profile.seq_len
     rows = []
@@ -85,13 +86,13 @@ def collect(runner: Runner, variants: Sequence[str], tasks: Sequence[str]) -> pd
                                      runner.analysis_config(variant, p, steps))
         ape = (analysis.payload["trained"].get("ape", {}) if analysis is not None else {})
         row = {"variant": variant, "pretrain_seed": p, "steps": steps, "tokens": steps * tokens_per_step,
-               "validation_loss": pre.payload["result"]["validation_loss"],
+               "validation_loss": pre.payload["result"]["validation_loss"], "created": pre.provenance["created"],
                "monotonicity": ape.get("monotonicity", math.nan),
                "monotonicity_local": ape.get("monotonicity_local", math.nan)}
         row.update(classification_average(runner, variant, p, steps, tasks))
         rows.append(row)
     columns = ["variant", "pretrain_seed", "steps", "tokens", "validation_loss", "monotonicity", "monotonicity_local",
-               "classification_validation", "classification_test", "finetune_seeds"]
+               "classification_validation", "classification_test", "finetune_seeds", "created"]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -263,17 +264,24 @@ def cpu_spending(runner: Runner, cpu: Runner) -> str:
 def shared_models_text(models: pd.DataFrame, cpu_models: pd.DataFrame | None, tokens: int) -> str:
     """The models the study and the cpu profile both trained (same variant and pretraining seed at
     the cpu budget), compared by validation loss, in words: the same recipe and seed on machines
-    of one type give the same bits."""
+    of one type give the same bits. A model one took from the other (``pe-lib adopt``: the same
+    artifact, created once) is not a second run, and is counted apart."""
     if cpu_models is None or not len(cpu_models):
         return "no model of the cpu profile is stored yet"
     keys = ["variant", "pretrain_seed"]
     both = models[models.tokens == tokens].merge(cpu_models, on=keys, suffixes=("_study", "_cpu"))
     if not len(both):
         return "the study and the cpu profile share no stored model at this budget yet"
+    taken = both.created_study == both.created_cpu
+    taken_text = f" ({int(taken.sum())} more the study took from the cpu profile)" if taken.any() else ""
+    both = both[~taken]
+    if not len(both):
+        return "the study and the cpu profile trained no model twice at this budget yet" + taken_text
     gap = (both.validation_loss_study - both.validation_loss_cpu).abs()
     same = int((gap == 0).sum())
     return (f"{same} of the {len(both)} models that both trained (same variant and pretraining seed) have the same "
-            f"validation loss to the last bit" + ("" if same == len(both) else f"; the largest difference is {gap.max():.2e} nats"))
+            f"validation loss to the last bit" + ("" if same == len(both) else f"; the largest difference is {gap.max():.2e} nats")
+            + taken_text)
 
 
 def recipe_departures(study: Profile, cpu: Profile, ran_in: str = "") -> str:

@@ -8,6 +8,8 @@ seeds, the length extrapolation) use it instead of training it again. A snapshot
 the model of a run of that length (the anytime schedules make it bit-identical, which
 ``tests/training/test_pretrain.py`` checks), so a study's snapshot serves as a shorter profile's
 final model; its ``result.json`` then names the target's run, and ``adopted_from`` the snapshot.
+The other way round, a shorter profile's finished run is the first steps of a study's run: the
+study's run begins from its last checkpoint and trains only the steps that remain.
 
 Nothing is recomputed and nothing in the source is changed; every copy is checked against its
 manifest and written atomically.
@@ -16,19 +18,21 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pe_book.experiments.runner import Runner
+from pe_lib.errors import InputError
 from pe_lib.io import (MANIFEST, atomic_dir, atomic_write_text, manifested_dir, read_json, verified, write_json,
                        write_manifest)
-from pe_lib.training.pretrain import run_identity
+from pe_lib.training.pretrain import extend, finished_result, latest_checkpoint, run_identity
 
 
 @dataclass
 class Adopted:
     artifacts: list[Path] = field(default_factory=list)  # the target's new artifact folders
     models: list[Path] = field(default_factory=list)  # the target's new model folders
+    extended: list[Path] = field(default_factory=list)  # the target's run folders begun from a shorter run
 
 
 def artifact_key(folder: Path) -> str:
@@ -60,7 +64,21 @@ def adopt(target: Runner, source: Runner) -> Adopted:
         match = models.get(target.pretrain_key(variant, p, steps))
         if match is not None and install_model(target, (variant, p, steps), source, match):
             done.models.append(target.model_dir(variant, p, steps))
+        if match is not None and target.snapshot(steps) is not None and source.snapshot(match[2]) is None \
+                and begin_from(target, variant, p, source.run_dir(*match[:2])):
+            done.extended.append(target.run_dir(variant, p))
     return done
+
+
+def begin_from(target: Runner, variant: str, pretrain_seed: int, shorter: Path) -> bool:
+    """Start ``target``'s run of a variant's pretraining seed from the finished run folder
+    ``shorter`` whose final model is one of the run's snapshots (its first steps, under an anytime
+    schedule), when ``shorter`` keeps its last checkpoint and the target's run is not begun; True
+    when started."""
+    if finished_result(shorter) is None or latest_checkpoint(shorter) is None:
+        return False  # not trained here (or adopted, which keeps no checkpoint): the run starts at step 0
+    return extend(shorter, target.run_dir(variant, pretrain_seed), target.model_config(variant),
+                  target.run_pretrain_config(pretrain_seed))
 
 
 def install_model(target: Runner, model: tuple[str, int, int], source: Runner, match: tuple[str, int, int]) -> bool:
@@ -87,3 +105,41 @@ def install_model(target: Runner, model: tuple[str, int, int], source: Runner, m
     write_json(run_dir / "result.json", result)
     write_manifest(run_dir, ("result.json", "curve.jsonl", f"model/{MANIFEST}"))  # last: the run is finished
     return True
+
+
+def rekey_auto_precision(target: Runner) -> list[Path]:
+    """Store under ``target``'s keys the artifacts that its store holds under the keys of the same
+    profile with precision "auto", where those ran in the target's explicit precision. "auto" means
+    fp32 on some machines and bf16 on others, so a profile that is continued on other machines
+    names its precision; the numbers it stored under "auto" are those of the precision they ran in,
+    which the stored pretrainings record (all must be the target's). Each artifact is copied stage by
+    stage (same variant, same stage name) with its payload and provenance, takes the target's
+    configuration and names the folder it came from (``rekeyed_from``); the old folder, which the
+    target would never read, is removed. Returns the new folders."""
+    profile, precision = target.profile, target.profile.pretrain.precision
+    if precision == "auto" or profile.finetune.precision != precision:
+        raise InputError(f"profile {profile.name}: rekeying needs one explicit precision for pretraining and "
+                         f"fine-tuning, got {precision} and {profile.finetune.precision}")
+    auto = target.with_profile(replace(profile, pretrain=replace(profile.pretrain, precision="auto"),
+                                       finetune=replace(profile.finetune, precision="auto")))
+    ran = auto.stored_precision()
+    if ran not in ("", precision):
+        raise InputError(f"profile {profile.name}: its stored models ran in {ran}, not {precision}; "
+                         "they cannot take its keys")
+    new = {(planned.variant, planned.stage): planned for planned in target.plan()}
+    done = []
+    for old in auto.plan():
+        planned = new[(old.variant, old.stage)]
+        if not old.stored or old.folder == planned.folder:
+            continue
+        if not planned.stored:
+            document = read_json(old.folder / "artifact.json")
+            document["provenance"] = {**document["provenance"], "config": planned.config, "rekeyed_from": old.folder.name}
+            with atomic_dir(planned.folder) as work:
+                write_json(work / "artifact.json", document)
+                if (old.folder / "arrays.npz").exists():
+                    shutil.copyfile(old.folder / "arrays.npz", work / "arrays.npz")
+                write_manifest(work)
+            done.append(planned.folder)
+        shutil.rmtree(old.folder)
+    return done

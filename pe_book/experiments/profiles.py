@@ -110,16 +110,20 @@ SMOKE = Profile(
 #: trainable; sequences of 64 (fewer positions than dimensions, twice the steps per token); no
 #: dropout (less than one epoch); 30% masking (twice the targets); learned position tables start at
 #: zero. The schedule is anytime (inverse square root after 500 warm-up steps), so the snapshot at
-#: t steps is the model of a run of t steps.
+#: t steps is the model of a run of t steps. fp32 on every machine: the study runs in chunks on
+#: whatever CPU a session gets (AMD EPYC with AVX512-BF16, Intel with or without AMX), where "auto"
+#: would train some models in bf16 and others in fp32. Its first budgets were stored under "auto"
+#: on a machine where it meant fp32, and re-stored under the fp32 keys
+#: (``pe-lib adopt --profile scale --rekey-auto-precision``).
 SCALE_MODEL = dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=2, intermediate_size=512,
                    max_position_embeddings=256, rpe_max_distance=64, hidden_dropout_prob=0.0,
                    attention_probs_dropout_prob=0.0, layer_norm="pre", position_init_std=0.0)
 #: 1x of the scale study: the first cpu profile's 4.1M tokens (2,000 steps of 32 x 64 tokens).
 #: Validation: 32 batches (about 19,700 masked tokens), so that seeds' losses are told apart.
 SCALE_UNIT_STEPS = 2000
-#: Fine-tuning of the study and of the cpu profile (2 epochs, dynamic padding up to 128 tokens).
+#: Fine-tuning of the study and of the cpu profile (2 epochs, dynamic padding up to 128 tokens, fp32).
 SMALL_FINETUNE = FinetuneConfig(epochs=2, batch_size=32, lr=3e-4, max_seq_len=128, doc_stride=32, max_question_len=48,
-                                max_answer_len=16)
+                                max_answer_len=16, precision="fp32")
 
 SCALE = Profile(
     name="scale",
@@ -127,7 +131,7 @@ SCALE = Profile(
     model=SCALE_MODEL,
     pretrain=PretrainConfig(steps=16 * SCALE_UNIT_STEPS, batch_size=32, lr=3e-3, warmup_steps=500, mask_prob=0.30,
                             schedule="inverse-sqrt", snapshot_steps=tuple(m * SCALE_UNIT_STEPS for m in (1, 2, 4, 8)),
-                            log_every=50, eval_every=500, eval_batches=32, checkpoint_every=500),
+                            log_every=50, eval_every=500, eval_batches=32, checkpoint_every=500, precision="fp32"),
     finetune=SMALL_FINETUNE,
     seq_len=64,
     corpus_tokens=None,
@@ -147,10 +151,9 @@ SCALE = Profile(
 
 #: The cpu profile's budget, chosen by the scale study (chapter 13): 4x (8,000 steps, 16.4M
 #: tokens), the smallest budget at which criteria (a)-(c) all hold. It is the study's recipe
-#: stopped there (the same learning rate at every step, an anytime schedule), in fp32 on every
-#: machine: the chunks of the run fall on whatever CPU a session gets (AMD EPYC with AVX512-BF16,
-#: Intel with or without AMX), and "auto" would train some variants in bf16 and others in fp32.
-#: Fine-tuning: the study's, on up to 10,000 training examples a sentence task (cola has 2,751),
+#: stopped there (the same learning rate at every step, an anytime schedule), so its finished runs
+#: are the first 8,000 steps of the study's (``pe-lib adopt --profile scale --from cpu`` begins the
+#: study's runs from them). Fine-tuning: the study's, on up to 10,000 training examples a sentence task (cola has 2,751),
 #: and 2,000 a span task (a span fine-tuning costs about 3 sentence ones of the same size). 4,000
 #: sentence examples (the first choice, to fit 10 hours) left every 4x model at chance on sst2 and
 #: mrpc, and one epoch over 10,000 or all examples did no better than two over 10,000 for the
@@ -164,8 +167,8 @@ CPU = Profile(
     name="cpu",
     description="the published reproduction on a 2-core CPU: the scale study's recipe at 4x (16.4M tokens a model)",
     model=SCALE_MODEL,
-    pretrain=replace(SCALE.pretrain.at(4 * SCALE_UNIT_STEPS), precision="fp32"),
-    finetune=replace(SMALL_FINETUNE, precision="fp32"),
+    pretrain=SCALE.pretrain.at(4 * SCALE_UNIT_STEPS),
+    finetune=SCALE.finetune,
     seq_len=SCALE.seq_len,
     corpus_tokens=None,
     seeds=(0, 1, 2),

@@ -10,7 +10,8 @@ step) the learning rate of step t depends on the run's length. Under ``constant`
 steps; ``snapshot_steps`` saves those models on the way (``snapshots/step-N``), and
 ``pretrain(..., until=t)`` trains only up to a snapshot and returns it: one run of 16x steps gives
 the models of the budgets 1x, 2x, 4x, 8x and 16x, each finished (and committable) as soon as it is
-reached.
+reached. For the same reason a finished run of t steps is the first t steps of every longer run of
+its recipe: :func:`extend` starts the longer run's folder from the shorter run's last checkpoint.
 
 Determinism and resuming. Everything random is a pure function of ``(seed, step, rank)``: the batch
 rows come from a per-epoch permutation seeded by ``(seed, epoch)``, the masking generator and the
@@ -349,6 +350,45 @@ def check_same_run(saved: dict, model_config: PEBertConfig, cfg: PretrainConfig,
                          "use another output folder (or delete this one)")
 
 
+def extend(shorter: Path, out_dir: Path, model_config: PEBertConfig, cfg: PretrainConfig) -> bool:
+    """Start the run folder ``out_dir`` of ``cfg`` from the last checkpoint of the finished shorter
+    run ``shorter``. Under an anytime schedule a run of t steps, at its step t, is in the state of
+    every longer run of its recipe at step t (weights, optimizer, scheduler, curve), so the longer
+    run trains only the steps that remain (its curve also has the evaluation that the shorter run
+    made at its last step, when that is not a multiple of ``eval_every``). Refuses a shorter run of another model, recipe or
+    length; does nothing (False) when ``out_dir`` holds a checkpoint or a final model already."""
+    if cfg.schedule == "linear":
+        raise InputError("only a run with an anytime schedule (constant or inverse-sqrt) can extend a shorter one")
+    if finished_result(out_dir) is not None or latest_checkpoint(out_dir) is not None:
+        return False
+    saved = finished_result(shorter)
+    if saved is None:
+        raise InputError(f"{shorter} is not a finished run: only a finished run can be extended")
+    checkpoint = latest_checkpoint(shorter)
+    steps = saved["config"]["steps"]
+    if checkpoint is None or checkpoint.name != f"step-{steps:08d}":
+        raise InputError(f"{shorter} keeps no checkpoint of its last step ({steps}): it cannot be extended")
+    verify_manifest(checkpoint)
+    if not (steps < cfg.steps and same_recipe(saved, model_config, cfg)):
+        raise InputError(f"{shorter} is not the first {steps} steps of this run (another model, recipe or a longer "
+                         f"run than its {cfg.steps} steps): it cannot be extended")
+    state = {**read_json(checkpoint / "state.json"), **run_identity(model_config, cfg), "extended_from": str(shorter)}
+    with manifested_dir(out_dir / "checkpoints" / checkpoint.name, "extended checkpoint") as work:
+        for name in ("model.safetensors", "trainer_state.pt"):
+            shutil.copyfile(checkpoint / name, work / name)
+        write_json(work / "state.json", state)
+    with explain_disk_full(f"checkpoint pointer {out_dir / 'checkpoints' / 'latest'}"):
+        atomic_write_text(out_dir / "checkpoints" / "latest", checkpoint.name + "\n")
+    return True
+
+
+def same_recipe(saved: dict, model_config: PEBertConfig, cfg: PretrainConfig) -> bool:
+    """True when the run ``saved`` (its result) is ``cfg``'s model and recipe, whatever its length and snapshots."""
+    def recipe(identity: dict) -> dict:
+        return {"model": identity["model"], "config": {**identity["config"], "steps": None, "snapshot_steps": None}}
+    return recipe(saved) == recipe(run_identity(model_config, cfg))
+
+
 def ranks_agree(accelerator, model) -> bool:
     """True when every process holds the same weights (checked on two float64 sums)."""
     sums = torch.stack([sum(p.detach().double().sum() for p in model.parameters()),
@@ -433,6 +473,7 @@ def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_
     optimizer = torch.optim.AdamW(param_groups(model, cfg.weight_decay), lr=cfg.lr, betas=(0.9, 0.999), eps=1e-6)
     scheduler = lr_schedule(optimizer, cfg)
     start, elapsed_before, records = 0, 0.0, []  # records: the curve so far
+    origin = {}  # {"extended_from": the shorter run folder} of a run begun from one (extend), carried on
     checkpoint = latest_checkpoint(out_dir)
     if checkpoint is not None:
         try:
@@ -445,6 +486,7 @@ def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_
         try:
             state = load_checkpoint(checkpoint, model, optimizer, scheduler)
             start, elapsed_before = state["step"], state["elapsed_s"]
+            origin = {k: state[k] for k in ("extended_from",) if k in state}
             records = state["curve"] if "curve" in state else curve_until(out_dir / "curve.jsonl", start)
             if until < cfg.steps and start >= until:  # the snapshot is missing or corrupt, training at or past it
                 raise CorruptFileError(f"the snapshot at step {until} of {out_dir} is missing or corrupt and its "
@@ -502,7 +544,8 @@ def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_
         if done in cfg.snapshot_steps:
             snapshot = {**run_identity(model_config, cfg), "steps": done, "ranks_agree": ranks_agree(accelerator, model),
                         "validation_loss": evaluate(model, data, cfg, device, bf16), "tokens_per_s": tok_s,
-                        "wall_s": elapsed_before + elapsed, "precision": "bf16" if bf16 else "fp32", "processes": world}
+                        "wall_s": elapsed_before + elapsed, "precision": "bf16" if bf16 else "fp32", "processes": world,
+                        **origin}
             if accelerator.is_main_process:
                 with manifested_dir(snapshot_dir(out_dir, done), "snapshot") as work:
                     save_model_folder(model, work / "model", done, done * tokens_per_step, tokenizer, card)
@@ -512,7 +555,7 @@ def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_
             if accelerator.is_main_process:
                 save_checkpoint(out_dir, model, optimizer, scheduler,
                                 {"step": done, "elapsed_s": elapsed_before + elapsed, **run_identity(model_config, cfg),
-                                 "curve": records})
+                                 "curve": records, **origin})
         if on_step is not None:
             on_step(done)
     bar.close()
@@ -532,6 +575,7 @@ def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_
         "wall_s": elapsed_before + wall,
         "precision": "bf16" if bf16 else "fp32",
         "processes": world,
+        **origin,
     }
     if accelerator.is_main_process:
         curve.close()

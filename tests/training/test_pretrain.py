@@ -227,3 +227,43 @@ def test_a_corrupt_snapshot_is_reported_never_read(make_config, tmp_path):
     with pytest.warns(UserWarning, match="ignoring corrupt snapshot"), \
             pytest.raises(CorruptFileError, match="the snapshot at step 4 .* is missing or corrupt"):
         pretrain(config, data, long, tmp_path / "long", progress=False, until=4)
+
+
+def test_a_longer_run_extended_from_a_shorter_one_ends_with_the_bits_of_a_straight_run(make_config, tmp_path):
+    from pe_lib.training.pretrain import extend
+
+    config, data = make_config("rpe-learned"), synthetic_data()
+    # evaluations every 2 steps: a run also evaluates at its last step, which the straight run would not at step 4
+    long = run_cfg(steps=8, schedule="inverse-sqrt", snapshot_steps=(4,), checkpoint_every=3, eval_every=2)
+    pretrain(config, data, long, tmp_path / "straight", progress=False)
+    pretrain(config, data, long.at(4), tmp_path / "short", progress=False)
+    assert extend(tmp_path / "short", tmp_path / "long", config, long)
+    assert not extend(tmp_path / "short", tmp_path / "long", config, long), "a started run is left alone"
+    result = pretrain(config, data, long, tmp_path / "long", progress=False)
+    assert_same_weights(tmp_path / "straight", tmp_path / "long")
+    straight = json.loads((tmp_path / "straight" / "result.json").read_text())
+    assert result["validation_loss"] == straight["validation_loss"]
+    assert result["extended_from"] == str(tmp_path / "short") and "extended_from" not in straight, "provenance"
+    curve = [json.loads(line) for line in (tmp_path / "long" / "curve.jsonl").read_text().splitlines()]
+    reference = [json.loads(line) for line in (tmp_path / "straight" / "curve.jsonl").read_text().splitlines()]
+    assert [(r["step"], r["split"], r["loss"]) for r in curve] == [(r["step"], r["split"], r["loss"]) for r in reference]
+
+
+def test_only_a_finished_shorter_run_of_the_same_recipe_is_extended(make_config, tmp_path):
+    from pe_lib.errors import InputError
+    from pe_lib.training.pretrain import extend
+
+    config, data = make_config("ape-learned"), synthetic_data()
+    long = run_cfg(steps=8, schedule="constant", snapshot_steps=(4,))
+    pretrain(config, data, long.at(4), tmp_path / "short", progress=False)
+    with pytest.raises(InputError, match="is not the first 4 steps of this run"):
+        extend(tmp_path / "short", tmp_path / "other-lr", config, run_cfg(steps=8, schedule="constant", lr=2e-3))
+    with pytest.raises(InputError, match="is not the first 4 steps of this run"):
+        extend(tmp_path / "short", tmp_path / "other-model", make_config("none"), long)
+    with pytest.raises(InputError, match="is not the first 4 steps of this run"):
+        extend(tmp_path / "short", tmp_path / "as-long", config, long.at(4))
+    with pytest.raises(InputError, match="anytime schedule"):
+        extend(tmp_path / "short", tmp_path / "linear", config, run_cfg(steps=8))
+    with pytest.raises(InputError, match="not a finished run"):
+        extend(tmp_path / "missing", tmp_path / "long", config, long)
+    assert not (tmp_path / "other-lr").exists() and not (tmp_path / "long").exists(), "nothing is written on refusal"

@@ -77,10 +77,9 @@ def test_the_recipe_screen_is_read_from_its_committed_files():
     assert (screen["validation loss"] > 0).all() and screen["position init std"].notna().all()
 
 
-def test_the_cpu_profile_departs_from_the_study_in_precision_and_cola_epochs_only():
+def test_the_cpu_profile_departs_from_the_study_in_cola_epochs_only():
     from pe_book.experiments.profiles import CPU, SCALE
-    assert scale.recipe_departures(SCALE, CPU) == ("fine-tuning of cola (epochs 10 against the study's 2); precision (fp32 "
-                                                   "for pretraining, fp32 for fine-tuning, against the study's auto)")
+    assert scale.recipe_departures(SCALE, CPU) == "fine-tuning of cola (epochs 10 against the study's 2)"
 
 
 def test_smaller_budgets_name_the_criteria_they_fail():

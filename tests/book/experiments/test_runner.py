@@ -334,11 +334,12 @@ def test_per_task_fine_tuning_names_a_task_and_config_fields():
         dataclasses.replace(cpu, finetune_by_task={"cola": {"epoch": 3}})
 
 
-def test_the_chunked_profiles_train_in_one_precision_on_every_machine():
-    """The cpu run is computed in chunks on whatever CPU a session gets: "auto" would train some
-    models in bf16 and others in fp32 (and fine-tune them so), confounding the comparison."""
-    cpu = get_profile("cpu")
-    assert cpu.pretrain.precision == "fp32" and cpu.finetune.precision == "fp32"
+@pytest.mark.parametrize("name", ["cpu", "scale"])
+def test_the_chunked_profiles_train_in_one_precision_on_every_machine(name):
+    """The cpu run and the scale study are computed in chunks on whatever CPU a session gets: "auto"
+    would train some models in bf16 and others in fp32 (and fine-tune them so), confounding the comparison."""
+    chunked = get_profile(name)
+    assert chunked.pretrain.precision == "fp32" and chunked.finetune.precision == "fp32"
 
 
 def test_precision_auto_does_not_mix_bf16_and_fp32_models_in_one_store(runner, profile, monkeypatch):
