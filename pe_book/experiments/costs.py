@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from pe_book.experiments.runner import PlannedArtifact, Runner
-from pe_book.experiments.store import Store
+from pe_book.experiments.store import Store, hardware
 
 
 @dataclass
@@ -45,12 +45,19 @@ def stage_kind(stage: str) -> str:
     return stage.split("-")[0]
 
 
-def measured_rates(store: Store) -> Rates:
-    """The rates of every artifact in ``store`` (see the module docstring)."""
+#: The fields of an artifact's ``provenance["hardware"]`` that make a machine type (for its rates).
+MACHINE_TYPE = ("cpu", "isa", "cores", "torch_threads", "gpu")
+
+
+def measured_rates(store: Store, machine: dict | None = None) -> Rates:
+    """The rates of every artifact in ``store`` (see the module docstring); with ``machine`` (a
+    :func:`~pe_book.experiments.store.hardware` record), only of those computed on its type."""
     tokens, per_example, walls = [], defaultdict(list), defaultdict(list)
     for folder in store.artifact_folders():
         document = json.loads((folder / "artifact.json").read_text())
         payload, provenance = document["payload"], document["provenance"]
+        if machine is not None and any(provenance["hardware"].get(k) != machine.get(k) for k in MACHINE_TYPE):
+            continue
         kind = stage_kind(folder.name)
         if kind == "pretrain":
             tokens.append(float(payload["result"]["tokens_per_s"]))
@@ -117,15 +124,18 @@ def estimate(runner: Runner, planned: list[PlannedArtifact], rates: Rates) -> pd
 def stop_when_out_of_time(runner: Runner, seconds: float, clock: Callable[[], float] = time.monotonic
                           ) -> Callable[[PlannedArtifact], str | None]:
     """A ``stop`` rule for :meth:`Runner.run`: end the run before a pretraining that would not
-    finish within ``seconds`` of now, at the tokens/s its store has measured so far (read again
-    before each model, so the run's own pretrainings calibrate it). A run stopped so loses no
-    partial pretraining when its session ends; with no measured rate yet, every model starts."""
+    finish within ``seconds`` of now, at the tokens/s its store has measured so far on this machine
+    type (on any, where it has measured none here; read again before each model, so the run's own
+    pretrainings calibrate it). A run stopped so loses no partial pretraining when its session
+    ends; with no measured rate yet, every model starts."""
     deadline = clock() + seconds
+    here = hardware()
 
     def stop(pretraining: PlannedArtifact) -> str | None:
         if pretraining.stored:
             return None
-        needed = artifact_seconds(runner, pretraining, measured_rates(runner.store))
+        rates = with_fallback(measured_rates(runner.store, here), measured_rates(runner.store))
+        needed = artifact_seconds(runner, pretraining, rates)
         left = deadline - clock()
         if math.isnan(needed) or needed <= left:
             return None

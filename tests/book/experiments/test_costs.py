@@ -69,3 +69,11 @@ def test_spent_hours_and_rates_with_a_fallback(runner):  # noqa: F811
     merged = costs.with_fallback(measured, calibration)
     assert merged.tokens_per_s == measured.tokens_per_s and merged.finetune_s_per_example["squad"] == 2.0
     assert merged.finetune_s_per_example["sst2"] == measured.finetune_s_per_example["sst2"] and merged.stage_s["other"] == 3.0
+
+
+def test_rates_of_one_machine_type_leave_out_the_others(runner):  # noqa: F811
+    runner.run(variants=["ape-learned"])
+    here = json.loads((runner.store.artifact_folders()[0] / "artifact.json").read_text())["provenance"]["hardware"]
+    assert costs.measured_rates(runner.store, here) == costs.measured_rates(runner.store), "all computed here"
+    elsewhere = costs.measured_rates(runner.store, {**here, "isa": ["avx2"]})
+    assert math.isnan(elsewhere.tokens_per_s) and elsewhere.finetune_s_per_example == {} and elsewhere.stage_s == {}
