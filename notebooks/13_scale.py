@@ -115,11 +115,15 @@ screened.style.format({"peak lr": "{:g}", "warm-up": "{:g}", "masking": "{:.2f}"
 # peak learning rate of $3 \cdot 10^{-3}$, no dropout, 30% masking, learned position tables
 # initialised at zero, and an anytime schedule (warm-up, then the rate falls as $1/\sqrt{t}$),
 # under which the model kept after $t$ steps of a long run is exactly the model of a run of $t$
-# steps. This page shows profile **{glue:text}`profile_name`**, whose models have the
-# {glue:text}`layer_norm`-LN encoder, sequences of {glue:text}`seq_len` tokens, peak learning rate
-# {glue:text}`lr:g`, dropout {glue:text}`dropout:g`, masking rate {glue:text}`mask_prob:g`,
-# position tables initialised with standard deviation {glue:text}`position_init_std:g`, and the
-# {glue:text}`schedule` schedule; its runs keep models at {glue:text}`budgets` tokens.
+# steps, and a finished run of $t$ steps is the beginning of every longer run: the study's runs
+# beyond 4x continue the cpu profile's runs of the same variant and seed from their last
+# checkpoint, where the work folder kept them (`pe-lib adopt --profile scale --from cpu`; the
+# result of each such model names the run it began from). This page shows profile
+# **{glue:text}`profile_name`**, whose models have the {glue:text}`layer_norm`-LN encoder,
+# sequences of {glue:text}`seq_len` tokens, peak learning rate {glue:text}`lr:g`, dropout
+# {glue:text}`dropout:g`, masking rate {glue:text}`mask_prob:g`, position tables initialised with
+# standard deviation {glue:text}`position_init_std:g`, the {glue:text}`schedule` schedule and
+# precision {glue:text}`precision`; its runs keep models at {glue:text}`budgets` tokens.
 #
 # ## Fine-tuning: how many examples
 #

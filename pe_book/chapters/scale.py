@@ -327,7 +327,8 @@ def recipe(runner: Runner, variant: str) -> dict:
     """The pretraining recipe the prose states: the settings every variant of the profile shares
     (read from ``variant``'s model config)."""
     cfg, model = runner.profile.pretrain, runner.model_config(variant)
-    return {"schedule": cfg.schedule, "layer_norm": model.layer_norm, "seq_len": runner.profile.seq_len, "lr": cfg.lr,
+    return {"schedule": cfg.schedule, "precision": cfg.precision, "layer_norm": model.layer_norm,
+            "seq_len": runner.profile.seq_len, "lr": cfg.lr,
             "dropout": model.hidden_dropout_prob, "mask_prob": cfg.mask_prob,
             "position_init_std": model.position_init_std if model.position_init_std is not None
             else model.initializer_range}
