@@ -355,8 +355,9 @@ def extend(shorter: Path, out_dir: Path, model_config: PEBertConfig, cfg: Pretra
     run ``shorter``. Under an anytime schedule a run of t steps, at its step t, is in the state of
     every longer run of its recipe at step t (weights, optimizer, scheduler, curve), so the longer
     run trains only the steps that remain (its curve also has the evaluation that the shorter run
-    made at its last step, when that is not a multiple of ``eval_every``). Refuses a shorter run of another model, recipe or
-    length; does nothing (False) when ``out_dir`` holds a checkpoint or a final model already."""
+    made at its last step, when that is not a multiple of ``eval_every``). Refuses a shorter run of
+    another model, recipe or length; does nothing (False) when ``out_dir`` holds a checkpoint or a
+    final model already."""
     if cfg.schedule == "linear":
         raise InputError("only a run with an anytime schedule (constant or inverse-sqrt) can extend a shorter one")
     if finished_result(out_dir) is not None or latest_checkpoint(out_dir) is not None:

@@ -227,9 +227,12 @@ def test_scale_compares_the_cpu_profile_budget_recipe_and_own_models_with_the_st
     epochs = scale.epochs_screen(screens, store)  # the store fine-tunes neither task: the screens alone
     assert set(epochs.task) == {"cola", "squad_v2"} and epochs.test.between(0, 100).all()
     n = len(itself.models)  # the same artifacts: taken, not trained twice
-    assert itself.cited["cpu_shared"] == f"the study and the cpu profile trained no model twice at this budget yet ({n} more the study took from the cpu profile)"
+    assert itself.cited["cpu_shared"] == ("the study and the cpu profile trained no model twice at this budget yet "
+                                          f"({n} more the study took from the cpu profile)")
     again = itself.cpu_models.assign(created="another run")
-    assert scale.shared_models_text(itself.models, again, 256) == f"{n} of the {n} models that both trained (same variant and pretraining seed) have the same validation loss to the last bit"
+    assert scale.shared_models_text(itself.models, again, 256) == (
+        f"{n} of the {n} models that both trained (same variant and pretraining seed) have the same validation loss "
+        "to the last bit")
     shifted = again.assign(validation_loss=again.validation_loss + 0.5)
     assert scale.shared_models_text(itself.models, shifted, 256).endswith("the largest difference is 5.00e-01 nats")
     longer = dataclasses.replace(store.profile, name="cpu-like", task_max_train_by_task={"sst2": 8},
