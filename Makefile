@@ -20,8 +20,9 @@ $(STAMP): requirements.lock pyproject.toml
 test: $(STAMP)
 	$(OFFLINE) $(PY) -m pytest -q
 
+# STORED_ONLY=1: compute nothing; refuse a profile whose results are not all stored.
 book: $(STAMP)
-	$(OFFLINE) $(PY) -m pe_book.cli book --profile $(PROFILE)
+	$(OFFLINE) $(PY) -m pe_book.cli book --profile $(PROFILE) $(if $(STORED_ONLY),--stored-only)
 
 # Committed results are found from a fresh cache: prepare the data into an empty cache; then, for
 # each profile of PROFILES, the dry run must list no orphan (a stored artifact this code would never

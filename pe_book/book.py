@@ -42,6 +42,7 @@ them.
 """
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import os
@@ -441,6 +442,19 @@ def build_html(root: Path = ROOT) -> Path:
     return root / BOOK_DIR / "_build" / "html" / "index.html"
 
 
+def check_stored(profile: str, results: Path = ROOT / "results") -> None:
+    """Refuse a profile whose planned results are not all in the store (``pe-lib book --stored-only``)."""
+    from pe_book.experiments.profiles import get_profile
+    from pe_book.experiments.runner import Runner
+
+    planned = Runner(get_profile(profile), results, progress=False).plan()
+    missing = [a for a in planned if not a.stored]
+    if missing:
+        raise BookError(f"{len(missing)} of the {len(planned)} planned results of profile {profile} are not stored "
+                        f"(the first: {missing[0].stage} of {missing[0].variant}); run `pe-lib run --profile {profile}`, "
+                        "or build without --stored-only")
+
+
 def ensure_results(profile: str, results: str = "results") -> None:
     """Compute whatever the artifact store lacks for ``profile`` (pretraining, analysis,
     fine-tuning), so that the notebooks only read and plot."""
@@ -482,9 +496,10 @@ def compare_glued(before: dict, after: dict) -> list[str]:
 
 
 def build(profile: str = "smoke", only: str | None = None, html: bool = True, root: Path = ROOT,
-          compute: bool = True) -> Path | None:
+          compute: bool = True, stored_only: bool = False) -> Path | None:
     """Compute missing results (``compute``), execute the (selected) notebooks, then build the HTML;
-    return the index page (or None)."""
+    return the index page (or None). ``stored_only``: compute nothing, neither first nor in a
+    notebook; a profile whose planned results are not all stored is refused before any notebook runs."""
     from tqdm.auto import tqdm
 
     if profile not in BOOK_PROFILES:
@@ -502,15 +517,18 @@ def build(profile: str = "smoke", only: str | None = None, html: bool = True, ro
             check_parameters(overrides.get(path.stem, {}), declared_parameters(path))
         except ParameterError as exc:
             raise BookError(f"{path.stem}: {exc}") from None
-    if compute:
+    if stored_only:
+        check_stored(profile, root / "results")
+    elif compute:
         ensure_results(profile)
-    bar = tqdm(selected, desc=f"notebooks ({profile})", unit="nb", file=sys.stderr)
-    for path in bar:
-        bar.set_postfix_str(path.stem)
-        start = time.perf_counter()
-        out = execute_notebook(path, dict(overrides.get(path.stem, {})), root)
-        tqdm.write(f"{path.stem}: {time.perf_counter() - start:.1f} s -> {out.relative_to(root)}", file=sys.stderr)
-    bar.close()
+    with _stored_only_kernels(stored_only):
+        bar = tqdm(selected, desc=f"notebooks ({profile})", unit="nb", file=sys.stderr)
+        for path in bar:
+            bar.set_postfix_str(path.stem)
+            start = time.perf_counter()
+            out = execute_notebook(path, dict(overrides.get(path.stem, {})), root)
+            tqdm.write(f"{path.stem}: {time.perf_counter() - start:.1f} s -> {out.relative_to(root)}", file=sys.stderr)
+        bar.close()
     glued = root / BOOK_DIR / "_build" / "glued.json"  # compare two builds: compare_glued
     glued.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(glued, json.dumps(glued_values(root), indent=1, sort_keys=True))
@@ -525,6 +543,24 @@ def build(profile: str = "smoke", only: str | None = None, html: bool = True, ro
     return index
 
 
+@contextlib.contextmanager
+def _stored_only_kernels(on: bool):
+    """While ``on``, the notebooks' kernels (which inherit this environment) open runners that only
+    read (:data:`pe_book.chapters.common.STORED_ONLY`)."""
+    from pe_book.chapters.common import STORED_ONLY
+
+    before = os.environ.get(STORED_ONLY)
+    if on:
+        os.environ[STORED_ONLY] = "1"
+    try:
+        yield
+    finally:
+        if on and before is None:
+            del os.environ[STORED_ONLY]
+        elif on:
+            os.environ[STORED_ONLY] = before
+
+
 # ----------------------------------------------------------------------------- CLI
 
 
@@ -533,14 +569,19 @@ def configure(parser) -> None:
                         help="parameter values for the notebooks (default: smoke)")
     parser.add_argument("--only", metavar="NOTEBOOK", help="execute only this notebook (e.g. 01_properties)")
     parser.add_argument("--no-html", action="store_true", help="execute the notebooks but do not build the HTML")
-    parser.add_argument("--no-compute", action="store_true",
-                        help="do not compute missing results first (notebooks then compute what they need)")
+    computing = parser.add_mutually_exclusive_group()
+    computing.add_argument("--no-compute", action="store_true",
+                           help="do not compute missing results first (notebooks then compute what they need)")
+    computing.add_argument("--stored-only", action="store_true",
+                           help="compute nothing: refuse a profile whose results are not all stored, and stop a "
+                                "notebook that asks for a missing one")
 
 
 def run(args) -> int:
     start = time.perf_counter()
     try:
-        index = build(args.profile, args.only, html=not args.no_html, compute=not args.no_compute)
+        index = build(args.profile, args.only, html=not args.no_html, compute=not args.no_compute,
+                      stored_only=args.stored_only)
     except BookError as exc:
         print(f"pe-lib book: {exc}", file=sys.stderr)
         return 1

@@ -2,11 +2,13 @@
 and data, the tasks it covers, and the fine-tuned results of its variants.
 
 The ``ensure_*`` methods of the runner compute what the store lacks (a notebook rerun with other
-parameters trains what it needs); on the published profiles everything is found.
+parameters trains what it needs); on the published profiles everything is found, and a book built
+with ``pe-lib book --stored-only`` (environment variable :data:`STORED_ONLY`) refuses to compute.
 """
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -20,10 +22,16 @@ from pe_lib.data.tasks import TASKS, get_task
 from pe_lib.positions import resolve_variants
 
 
+#: Set to "1" in a notebook's environment: its runners only read the store (a missing artifact
+#: stops the notebook with its name, :class:`~pe_book.experiments.runner.MissingResult`).
+STORED_ONLY = "PE_BOOK_STORED_ONLY"
+
+
 def open_runner(profile: str, results: str = "results"):
     """A :class:`~pe_book.experiments.runner.Runner` of the named profile on the artifact store
-    ``results``, without progress bars (notebooks read artifacts through it)."""
-    return Runner(get_profile(profile), results=results, progress=False)
+    ``results``, without progress bars (notebooks read artifacts through it; under
+    :data:`STORED_ONLY` it computes nothing)."""
+    return Runner(get_profile(profile), results=results, progress=False, compute=os.environ.get(STORED_ONLY) != "1")
 
 
 def data_used(params: Mapping, runner, tasks: Iterable[str] = ()) -> pd.DataFrame:

@@ -52,6 +52,11 @@ CODE_VERSIONS = {"pretrain": 1, "analysis": 1, "extrapolation": 1, "finetune": 1
 ANALYSIS_WINDOW = 8
 
 
+class MissingResult(InputError):
+    """A runner that may not compute (``compute=False``: a book built from the stored results
+    only) was asked for an artifact its store lacks."""
+
+
 def stage_name(stage: str, pretrain_seed: int, *parts: str, snapshot: int | None = None) -> str:
     """A store folder's stage: ``pretrain-p0``, ``analysis-p1``, ``finetune-sst2-p0-seed2``, ...
     (``p``: the pretraining seed); a snapshot's adds its step: ``analysis-p0-step2000``."""
@@ -74,8 +79,11 @@ class Runner:
     """Ensure the artifacts of ``profile`` exist in ``results``; heavy files go to ``work``."""
 
     def __init__(self, profile: Profile, results: str | Path = "results", work: str | Path | None = None,
-                 cache_dir: str | Path | None = None, progress: bool = True, tokenizer=None, data: MLMData | None = None):
-        """``tokenizer`` and ``data`` replace the profile's (e.g. a user's own corpus)."""
+                 cache_dir: str | Path | None = None, progress: bool = True, tokenizer=None, data: MLMData | None = None,
+                 compute: bool = True):
+        """``tokenizer`` and ``data`` replace the profile's (e.g. a user's own corpus). With
+        ``compute=False`` the ``ensure_*`` methods only read: a missing artifact raises
+        :class:`MissingResult`."""
         from pe_lib.data.cache import cache_root
 
         self.profile = profile
@@ -84,6 +92,7 @@ class Runner:
         self.cache_dir = cache_dir
         self.work = Path(work) if work is not None else cache_root(cache_dir) / "runs"
         self.progress = progress
+        self.compute = compute
         self.timings: dict[str, float] = defaultdict(float)
         self._tokenizer = tokenizer
         self._data = data
@@ -98,7 +107,8 @@ class Runner:
         """A runner of ``profile`` on the same store, work folder, cache and given data (a study
         weighing another profile's plan against its own artifacts)."""
         return Runner(profile, self.store.root.parent, self.work, self.cache_dir, self.progress,
-                      self._tokenizer if self._given_data else None, self._data if self._given_data else None)
+                      self._tokenizer if self._given_data else None, self._data if self._given_data else None,
+                      self.compute)
 
     # ------------------------------------------------------------------ data
 
@@ -238,6 +248,14 @@ class Runner:
             self._stored_precision = ", ".join(sorted(found))
         return self._stored_precision
 
+    def _found(self, variant: str, stage: str, config: dict) -> Artifact | None:
+        """The stored artifact, or None when it is to be computed (refused without ``compute``)."""
+        found = self.store.load(variant, stage, config)
+        if found is None and not self.compute:
+            raise MissingResult(f"{self.store.folder(variant, stage, config)} is not stored, and this runner only reads: "
+                                f"compute it with `pe-lib run --profile {self.profile.name}`")
+        return found
+
     # ------------------------------------------------------------------ stages
 
     @locked
@@ -246,7 +264,7 @@ class Runner:
         a snapshot step gives the curve up to it)."""
         config = self.pretrain_config(variant, pretrain_seed, steps)
         stage = stage_name("pretrain", pretrain_seed, snapshot=self.snapshot(steps))
-        found = self.store.load(variant, stage, config)
+        found = self._found(variant, stage, config)
         if found is not None:
             return found
         self.check_precision()
@@ -274,7 +292,7 @@ class Runner:
         """PE proximity matrices, identical-word attention and indicators, at init and after pretraining."""
         config = self.analysis_config(variant, pretrain_seed, steps)
         stage = stage_name("analysis", pretrain_seed, snapshot=self.snapshot(steps))
-        found = self.store.load(variant, stage, config)
+        found = self._found(variant, stage, config)
         if found is not None:
             return found
         self.ensure_pretrained(variant, pretrain_seed, steps)
@@ -304,7 +322,7 @@ class Runner:
         (:func:`pe_lib.extrapolation.length_extrapolation`; "cannot run" where the PE has too few positions)."""
         config = self.extrapolation_config(variant, pretrain_seed)
         stage = stage_name("extrapolation", pretrain_seed)
-        found = self.store.load(variant, stage, config)
+        found = self._found(variant, stage, config)
         if found is not None:
             return found
         self.ensure_pretrained(variant, pretrain_seed)
@@ -342,7 +360,7 @@ class Runner:
                          steps: int | None = None) -> Artifact:
         config = self.finetune_config(variant, task_name, seed, pretrain_seed, steps)
         stage = stage_name("finetune", pretrain_seed, task_name, f"seed{seed}", snapshot=self.snapshot(steps))
-        found = self.store.load(variant, stage, config)
+        found = self._found(variant, stage, config)
         if found is not None:
             return found
         self.ensure_pretrained(variant, pretrain_seed, steps)
@@ -367,7 +385,7 @@ class Runner:
         """The baselines of a task (:func:`pe_book.experiments.baselines.task_baselines`: best
         constant, bag of words or fixed span rules) on the examples the models see."""
         config = self.baselines_config(task_name)
-        found = self.store.load(self.BASELINES, f"baselines-{task_name}", config)
+        found = self._found(self.BASELINES, f"baselines-{task_name}", config)
         if found is not None:
             return found
         t0 = time.perf_counter()
@@ -387,7 +405,7 @@ class Runner:
         """The validation loss of a unigram model of the training blocks on the masked validation
         tokens of the models' validation loss (:func:`pe_book.experiments.baselines.unigram_validation_loss`)."""
         config = self.unigram_config()
-        found = self.store.load(self.BASELINES, "unigram", config)
+        found = self._found(self.BASELINES, "unigram", config)
         if found is not None:
             return found
         data = self.mlm_data()

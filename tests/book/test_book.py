@@ -6,6 +6,7 @@ book plus the headless-browser check (marked slow; skipped without chromium/chro
 """
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -275,6 +276,44 @@ def test_build_rejects_bad_profiles_and_parameters_before_running_anything(tmp_p
     monkeypatch.setitem(book.BOOK_PROFILES, "bad", {"02_sinusoid": {"base": "10000"}})
     with pytest.raises(book.BookError, match="02_sinusoid: parameter 'base' must be float"):
         book.build("bad", root=root)
+
+
+def test_a_stored_only_build_refuses_an_incomplete_profile_before_running_anything(tmp_path, monkeypatch):
+    from pe_book.experiments.runner import PlannedArtifact, Runner
+
+    root = _copy_book(tmp_path)
+    planned = [PlannedArtifact("baselines", "unigram", {}, tmp_path, True), PlannedArtifact("none", "pretrain-p0", {}, tmp_path, False)]
+    monkeypatch.setattr(Runner, "plan", lambda self: planned)
+    monkeypatch.setattr(book, "ensure_results", lambda *a: pytest.fail("a stored-only build computed"))
+    monkeypatch.setattr(book, "execute_notebook", lambda *a: pytest.fail("a notebook ran"))
+    with pytest.raises(book.BookError, match=r"^1 of the 2 planned results of profile smoke are not stored "
+                                             r"\(the first: pretrain-p0 of none\); run `pe-lib run --profile smoke`"):
+        book.build("smoke", root=root, stored_only=True)
+
+
+ONLY_READS = """# %%
+from pe_book import book
+book.record_names(globals())
+# %% tags=["parameters"]
+profile: str = "smoke"
+# %%
+params = book.check_notebook_parameters(globals())
+from pe_book.chapters import common
+assert not common.open_runner(profile).compute, "this runner may compute"
+"""
+
+
+def test_the_kernels_of_a_stored_only_build_open_runners_that_only_read(tmp_path, monkeypatch):
+    from pe_book.chapters.common import STORED_ONLY
+
+    monkeypatch.delenv(STORED_ONLY, raising=False)
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "99_reads.py").write_text(ONLY_READS)
+    with book._stored_only_kernels(True):
+        book.execute_notebook(tmp_path / "notebooks" / "99_reads.py", {}, tmp_path)
+    assert STORED_ONLY not in os.environ
+    with pytest.raises(book.BookError, match="this runner may compute"):
+        book.execute_notebook(tmp_path / "notebooks" / "99_reads.py", {}, tmp_path)
 
 
 # ----------------------------------------------------------------------------- the browser check

@@ -13,7 +13,7 @@ from pe_lib.data.tasks import TASKS, Task
 from pe_lib.errors import InputError
 from pe_book.experiments import runner as runner_module
 from pe_book.experiments.profiles import SMOKE, get_profile
-from pe_book.experiments.runner import Runner
+from pe_book.experiments.runner import MissingResult, Runner
 from pe_lib.training.pretrain import MLMData, PretrainConfig
 
 WORDS = "good bad film plot the was a cat dog sat".split()
@@ -121,6 +121,21 @@ def test_changed_config_means_a_new_key(runner, profile):
                    runner.store.root.parent, runner.work, progress=False, tokenizer=runner.tokenizer, data=runner.mlm_data())
     assert other.pretrain_key("ape-learned") != runner.pretrain_key("ape-learned")
     assert other.store.load("ape-learned", "pretrain-p0", other.pretrain_config("ape-learned")) is None
+
+
+def test_a_runner_that_only_reads_refuses_what_is_missing_and_finds_what_is_stored(runner, profile):
+    reader = Runner(profile, runner.store.root.parent, runner.work, progress=False, tokenizer=runner.tokenizer,
+                    data=runner.mlm_data(), compute=False)
+    with pytest.raises(MissingResult, match=r"unigram-.* is not stored, .*`pe-lib run --profile test`"):
+        reader.ensure_unigram()
+    with pytest.raises(MissingResult, match=r"ape-learned/finetune-sst2-p0-seed1-\w+ is not stored"):
+        reader.ensure_finetuned("ape-learned", "sst2", 1)
+    assert not (runner.store.root / "ape-learned").exists() and not list(runner.work.glob("*")), "nothing computed"
+    with pytest.raises(MissingResult):
+        reader.with_profile(profile).ensure_analysis("ape-learned")
+    computed = runner.ensure_finetuned("ape-learned", "sst2", 1)
+    assert reader.ensure_finetuned("ape-learned", "sst2", 1).payload == computed.payload
+    assert reader.ensure_pretrained("ape-learned").payload == runner.ensure_pretrained("ape-learned").payload
 
 
 def test_corrupt_artifact_is_reported_and_recomputed(runner):
