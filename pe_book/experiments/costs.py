@@ -11,8 +11,10 @@ Rates (:func:`measured_rates`, from every artifact of a calibration store):
 Each rate is the median over the artifacts, so that the few computed beside other work (slower)
 do not drag it.
 
-A pretraining artifact at a kept budget costs the steps since the run's previous budget (a long
-run saves its snapshots on the way); a fine-tuning artifact costs its task's training examples
+A pretraining artifact at a kept budget costs the steps from where its run will resume: the run
+folder's last checkpoint, or the run's latest earlier budget that the plan computes first (a long
+run saves its snapshots on the way), else step 0. A stored earlier budget whose run folder went
+with a session's work folder saves nothing: the run trains again from step 0. A fine-tuning artifact costs its task's training examples
 (the profile's cap, or the task's size) times its epochs. The estimate is only as good as the
 calibration: use a store of the same model and recipe on the same machine type, run on an
 otherwise idle machine; a stage or task it never measured is reported as unknown, not guessed.
@@ -31,6 +33,7 @@ import pandas as pd
 
 from pe_book.experiments.runner import PlannedArtifact, Runner
 from pe_book.experiments.store import Store, hardware
+from pe_lib.training.pretrain import latest_checkpoint
 
 
 @dataclass
@@ -90,8 +93,7 @@ def artifact_seconds(runner: Runner, artifact: PlannedArtifact, rates: Rates) ->
     kind, config, profile = stage_kind(artifact.stage), artifact.config, runner.profile
     if kind == "pretrain":
         steps = config["pretrain"]["steps"]
-        earlier = [b for b in profile.pretrain.budgets if b < steps]
-        tokens = (steps - max(earlier, default=0)) * profile.pretrain.batch_size * profile.seq_len
+        tokens = (steps - resume_step(runner, artifact)) * profile.pretrain.batch_size * profile.seq_len
         return tokens / rates.tokens_per_s
     if kind == "finetune":
         task = config["task"]
@@ -100,6 +102,16 @@ def artifact_seconds(runner: Runner, artifact: PlannedArtifact, rates: Rates) ->
         examples = len(runner.task(task).splits["train"])
         return examples * config["finetune"]["epochs"] * rates.finetune_s_per_example[task]
     return rates.stage_s.get(kind, math.nan)
+
+
+def resume_step(runner: Runner, pretraining: PlannedArtifact) -> int:
+    """The step from which the planned ``pretraining`` will train (see the module docstring)."""
+    steps, seed = pretraining.config["pretrain"]["steps"], pretraining.config["pretrain"]["seed"]
+    checkpoint = latest_checkpoint(runner.run_dir(pretraining.variant, seed))
+    reached = int(checkpoint.name.removeprefix("step-")) if checkpoint is not None else 0
+    computed_first = [b for b in runner.profile.pretrain.budgets
+                      if b < steps and not runner.planned_pretraining(pretraining.variant, seed, b).stored]
+    return min(steps, max([reached, *computed_first]))
 
 
 def estimate(runner: Runner, planned: list[PlannedArtifact], rates: Rates) -> pd.DataFrame:

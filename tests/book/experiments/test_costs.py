@@ -2,6 +2,7 @@
 import dataclasses
 import json
 import math
+import shutil
 
 import pytest
 
@@ -36,6 +37,22 @@ def test_a_budget_costs_the_steps_since_the_previous_one(runner, profile):  # no
     table = costs.estimate(longer, planned, rates)
     assert table.loc["total", "to compute"] == len(planned) and table.loc["analysis", "hours"] == pytest.approx(6 * 2.0 / 3600)
     assert table.loc["extrapolation", "unknown"] == 2 and table.loc["total", "unknown"] == table["unknown"].iloc[:-1].sum()
+
+
+def test_a_run_whose_work_folder_is_gone_costs_its_steps_from_step_0(runner, profile):  # noqa: F811
+    rates = costs.Rates(tokens_per_s=1.0, finetune_s_per_example={}, stage_s={})
+    pretrain = dataclasses.replace(profile.pretrain, schedule="constant", steps=8, snapshot_steps=(2, 4))
+    longer = Runner(dataclasses.replace(profile, pretrain=pretrain), runner.store.root.parent / "longer", runner.work,
+                    progress=False, tokenizer=runner.tokenizer, data=runner.mlm_data())
+    longer.ensure_pretrained("ape-learned", 0, 2)
+    longer.ensure_pretrained("ape-learned", 0, 4)  # 2x and 4x stored, the run folder's checkpoint at step 4
+    last = longer.planned_pretraining("ape-learned", 0, 8)
+    tokens_per_step = profile.pretrain.batch_size * profile.seq_len
+    assert costs.resume_step(longer, last) == 4 and costs.artifact_seconds(longer, last, rates) == 4 * tokens_per_step
+    shutil.rmtree(longer.run_dir("ape-learned", 0))  # the session's work folder is gone; the artifacts stay
+    assert costs.resume_step(longer, last) == 0 and costs.artifact_seconds(longer, last, rates) == 8 * tokens_per_step
+    shutil.rmtree(longer.planned_pretraining("ape-learned", 0, 2).folder)
+    assert costs.resume_step(longer, last) == 2, "an earlier budget still to compute is trained first, on the way"
 
 
 def test_stored_artifacts_cost_nothing(runner):  # noqa: F811
