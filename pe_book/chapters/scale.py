@@ -252,7 +252,7 @@ def cpu_spending(runner: Runner, cpu: Runner) -> str:
     planned = cpu.plan()
     stored = sum(a.stored for a in planned)
     rates = costs.with_fallback(costs.measured_rates(cpu.store), costs.measured_rates(runner.store))
-    rest = costs.estimate(cpu, planned, rates).loc["total"]
+    rest = costs.estimate(cpu, planned, rates, checkpoints=False).loc["total"]
     unknown = f", and {int(rest['unknown'])} artifacts have no measured rate yet" if rest["unknown"] else ""
     spent = costs.spent_hours(cpu.store)
     total = spent + rest["hours"]
@@ -460,7 +460,7 @@ def cpu_costs(runner: Runner, cpu: Profile) -> pd.DataFrame:
     for steps in runner.profile.pretrain.budgets:
         candidate = runner.with_profile(cpu_candidate(runner.profile, cpu, steps))
         planned = [replace(a, stored=a.stored or (a.variant, adopt.artifact_key(a.folder)) in held) for a in candidate.plan()]
-        table = costs.estimate(candidate, planned, rates)
+        table = costs.estimate(candidate, planned, rates, checkpoints=False)
         hours = table["hours"]
         rows.append({"steps": steps, "tokens": steps * runner.profile.pretrain.batch_size * runner.profile.seq_len,
                      "pretraining (h)": hours.get("pretrain", 0.0), "fine-tuning (h)": hours.get("finetune", 0.0),

@@ -14,7 +14,9 @@ do not drag it.
 A pretraining artifact at a kept budget costs the steps from where its run will resume: the run
 folder's last checkpoint, or the run's latest earlier budget that the plan computes first (a long
 run saves its snapshots on the way), else step 0. A stored earlier budget whose run folder went
-with a session's work folder saves nothing: the run trains again from step 0. A fine-tuning artifact costs its task's training examples
+with a session's work folder saves nothing: the run trains again from step 0. The book prices a plan
+without looking at checkpoints (``checkpoints=False``), so that its numbers depend on the store alone,
+never on what one machine's work folder holds. A fine-tuning artifact costs its task's training examples
 (the profile's cap, or the task's size) times its epochs. The estimate is only as good as the
 calibration: use a store of the same model and recipe on the same machine type, run on an
 otherwise idle machine; a stage or task it never measured is reported as unknown, not guessed.
@@ -88,12 +90,13 @@ def with_fallback(rates: Rates, fallback: Rates) -> Rates:
                  {**fallback.finetune_s_per_example, **rates.finetune_s_per_example}, {**fallback.stage_s, **rates.stage_s})
 
 
-def artifact_seconds(runner: Runner, artifact: PlannedArtifact, rates: Rates) -> float:
-    """The expected wall seconds of computing one planned artifact (NaN when its rate is unknown)."""
+def artifact_seconds(runner: Runner, artifact: PlannedArtifact, rates: Rates, checkpoints: bool = True) -> float:
+    """The expected wall seconds of computing one planned artifact (NaN when its rate is unknown);
+    ``checkpoints``: a pretraining resumes from its run folder's checkpoint (else from the plan alone)."""
     kind, config, profile = stage_kind(artifact.stage), artifact.config, runner.profile
     if kind == "pretrain":
         steps = config["pretrain"]["steps"]
-        tokens = (steps - resume_step(runner, artifact)) * profile.pretrain.batch_size * profile.seq_len
+        tokens = (steps - resume_step(runner, artifact, checkpoints)) * profile.pretrain.batch_size * profile.seq_len
         return tokens / rates.tokens_per_s
     if kind == "finetune":
         task = config["task"]
@@ -104,25 +107,25 @@ def artifact_seconds(runner: Runner, artifact: PlannedArtifact, rates: Rates) ->
     return rates.stage_s.get(kind, math.nan)
 
 
-def resume_step(runner: Runner, pretraining: PlannedArtifact) -> int:
+def resume_step(runner: Runner, pretraining: PlannedArtifact, checkpoints: bool = True) -> int:
     """The step from which the planned ``pretraining`` will train (see the module docstring)."""
     steps, seed = pretraining.config["pretrain"]["steps"], pretraining.config["pretrain"]["seed"]
-    checkpoint = latest_checkpoint(runner.run_dir(pretraining.variant, seed))
+    checkpoint = latest_checkpoint(runner.run_dir(pretraining.variant, seed)) if checkpoints else None
     reached = int(checkpoint.name.removeprefix("step-")) if checkpoint is not None else 0
     computed_first = [b for b in runner.profile.pretrain.budgets
                       if b < steps and not runner.planned_pretraining(pretraining.variant, seed, b).stored]
     return min(steps, max([reached, *computed_first]))
 
 
-def estimate(runner: Runner, planned: list[PlannedArtifact], rates: Rates) -> pd.DataFrame:
+def estimate(runner: Runner, planned: list[PlannedArtifact], rates: Rates, checkpoints: bool = True) -> pd.DataFrame:
     """Per stage kind: artifacts to compute, their expected hours, and how many have no measured
-    rate (``unknown``); a last row ``total``."""
+    rate (``unknown``); a last row ``total``. ``checkpoints``: as in :func:`artifact_seconds`."""
     rows: dict[str, dict] = defaultdict(lambda: {"to compute": 0, "hours": 0.0, "unknown": 0})
     for artifact in planned:
         if artifact.stored:
             continue
         row = rows[stage_kind(artifact.stage)]
-        seconds = artifact_seconds(runner, artifact, rates)
+        seconds = artifact_seconds(runner, artifact, rates, checkpoints)
         row["to compute"] += 1
         if math.isnan(seconds):
             row["unknown"] += 1

@@ -49,6 +49,7 @@ def test_a_run_whose_work_folder_is_gone_costs_its_steps_from_step_0(runner, pro
     last = longer.planned_pretraining("ape-learned", 0, 8)
     tokens_per_step = profile.pretrain.batch_size * profile.seq_len
     assert costs.resume_step(longer, last) == 4 and costs.artifact_seconds(longer, last, rates) == 4 * tokens_per_step
+    assert costs.resume_step(longer, last, checkpoints=False) == 0, "priced from the store alone (the book's estimates)"
     shutil.rmtree(longer.run_dir("ape-learned", 0))  # the session's work folder is gone; the artifacts stay
     assert costs.resume_step(longer, last) == 0 and costs.artifact_seconds(longer, last, rates) == 8 * tokens_per_step
     shutil.rmtree(longer.planned_pretraining("ape-learned", 0, 2).folder)
