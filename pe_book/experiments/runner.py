@@ -33,7 +33,8 @@ from pe_lib.positions import parse_variant
 from pe_lib.probing import ape_gram, identical_word_attention, rpe_gram
 from pe_lib.properties import chen_locality, chen_symmetry, indicators
 from pe_lib.training.finetune import finetune
-from pe_lib.training.pretrain import MLMData, PretrainConfig, make_blocks, pretrain, snapshot_dir, use_bf16
+from pe_lib.training.pretrain import (MLMData, PretrainConfig, finished_result, finished_snapshot, make_blocks, pretrain,
+                                     snapshot_dir, use_bf16)
 
 #: The version of the code behind each stage, part of every artifact key of that stage. Bump a
 #: stage's number in the commit that changes its numbers (not for a refactor that changes none),
@@ -208,6 +209,11 @@ class Runner:
         run_dir = self.run_dir(variant, pretrain_seed)
         return run_dir / "model" if snapshot is None else snapshot_dir(run_dir, snapshot) / "model"
 
+    def has_weights(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> bool:
+        """Whether the work folder holds the finished (checksum-valid) model pretrained for ``steps``."""
+        run_dir, snapshot = self.run_dir(variant, pretrain_seed), self.snapshot(steps)
+        return (finished_result(run_dir) if snapshot is None else finished_snapshot(run_dir, snapshot)) is not None
+
     def _pretrain(self, variant: str, pretrain_seed: int, steps: int | None) -> dict:
         """Train (or find) the run up to ``steps``; its result."""
         data = self.data_fingerprint()
@@ -277,7 +283,11 @@ class Runner:
         return self.store.save(variant, stage, config, {"result": result, "curve": curve}, wall)
 
     def trained_model(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> PEBertForMaskedLM:
-        """The pretrained model (re-running pretraining if only its artifact, not its weights, is here)."""
+        """The pretrained model (re-running pretraining if only its artifact, not its weights, is
+        here; a runner that only reads refuses to)."""
+        if not self.compute and not self.has_weights(variant, pretrain_seed, steps):
+            raise MissingResult(f"{self.model_dir(variant, pretrain_seed, steps)} holds no finished model, and this runner "
+                                f"only reads: train it with `pe-lib run --profile {self.profile.name}`")
         # checks a finished run folder's (or snapshot's) manifests (fast), or trains up to it; never read unchecked
         self._pretrain(variant, pretrain_seed, steps)
         with quiet_transformers():

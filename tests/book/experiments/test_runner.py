@@ -133,9 +133,13 @@ def test_a_runner_that_only_reads_refuses_what_is_missing_and_finds_what_is_stor
     assert not (runner.store.root / "ape-learned").exists() and not list(runner.work.glob("*")), "nothing computed"
     with pytest.raises(MissingResult):
         reader.with_profile(profile).ensure_analysis("ape-learned")
+    with pytest.raises(MissingResult, match=r"holds no finished model, and this runner only reads"):
+        reader.trained_model("ape-learned")
+    assert not list(runner.work.glob("*")), "a reader trains no model"
     computed = runner.ensure_finetuned("ape-learned", "sst2", 1)
     assert reader.ensure_finetuned("ape-learned", "sst2", 1).payload == computed.payload
     assert reader.ensure_pretrained("ape-learned").payload == runner.ensure_pretrained("ape-learned").payload
+    assert reader.has_weights("ape-learned") and reader.trained_model("ape-learned") is not None
 
 
 def test_corrupt_artifact_is_reported_and_recomputed(runner):
