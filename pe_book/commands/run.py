@@ -21,8 +21,9 @@ def configure(parser) -> None:
                         help="with --dry-run: the hours of what is to compute, at the rates measured by the stored "
                              "artifacts of PROFILE (the same model and recipe on this machine type; e.g. scale)")
     parser.add_argument("--stop-after", type=positive_int, metavar="SECONDS",
-                        help="end the run before a pretraining that would not finish within SECONDS (at the rate "
-                             "this profile's stored pretrainings measured), so that no partial run is lost")
+                        help="end the run before a model whose missing artifacts (pretraining, analysis, "
+                             "fine-tunings) would not finish within SECONDS, at the rates this profile's stored "
+                             "artifacts measured, so that no partial run is lost")
     parser.add_argument("--check", action="store_true",
                         help="with --dry-run: exit 1 when a stored artifact is not one this code would read "
                              "(an orphan: its key no longer matches, e.g. another machine's tokenizer)")

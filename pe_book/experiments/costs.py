@@ -136,25 +136,40 @@ def estimate(runner: Runner, planned: list[PlannedArtifact], rates: Rates, check
     return table.astype({"to compute": int, "unknown": int})
 
 
+def model_seconds(runner: Runner, model: list[PlannedArtifact], rates: Rates) -> float:
+    """The expected wall seconds of a model's missing artifacts (:meth:`Runner.model_plan`, its
+    pretraining first), the parts without a measured rate left out (NaN when none has one). A
+    stored pretraining is priced again when something else is missing and the work folder lacks
+    its weights: the analysis and the fine-tunings start from them, so the run trains them again."""
+    pretraining, rest = model[0], [a for a in model[1:] if not a.stored]
+    seed, steps = pretraining.config["pretrain"]["seed"], pretraining.config["pretrain"]["steps"]
+    retrain = not pretraining.stored or (rest and not runner.has_weights(pretraining.variant, seed, steps))
+    parts = [artifact_seconds(runner, a, rates) for a in ([pretraining] if retrain else []) + rest]
+    known = [s for s in parts if not math.isnan(s)]
+    return sum(known) if known or not parts else math.nan
+
+
 def stop_when_out_of_time(runner: Runner, seconds: float, clock: Callable[[], float] = time.monotonic
-                          ) -> Callable[[PlannedArtifact], str | None]:
-    """A ``stop`` rule for :meth:`Runner.run`: end the run before a pretraining that would not
-    finish within ``seconds`` of now, at the tokens/s its store has measured so far on this machine
-    type (on any, where it has measured none here; read again before each model, so the run's own
-    pretrainings calibrate it). A run stopped so loses no partial pretraining when its session
-    ends; with no measured rate yet, every model starts."""
+                          ) -> Callable[[list[PlannedArtifact]], str | None]:
+    """A ``stop`` rule for :meth:`Runner.run`: end the run before a model whose missing artifacts
+    (:func:`model_seconds`: its pretraining, analysis and fine-tunings) would not be finished within
+    ``seconds`` of now, at the rates its store has measured so far on this machine type (on any,
+    where it has measured none here; read again before each model, so the run's own artifacts
+    calibrate it). A session's work folder goes with it: a run stopped so loses no partial
+    pretraining, and leaves no stored model without its fine-tunings, whose weights the next
+    session would have to train again. With no measured rate yet, every model starts."""
     deadline = clock() + seconds
     here = hardware()
 
-    def stop(pretraining: PlannedArtifact) -> str | None:
-        if pretraining.stored:
+    def stop(model: list[PlannedArtifact]) -> str | None:
+        if all(a.stored for a in model):
             return None
         rates = with_fallback(measured_rates(runner.store, here), measured_rates(runner.store))
-        needed = artifact_seconds(runner, pretraining, rates)
+        needed = model_seconds(runner, model, rates)
         left = deadline - clock()
         if math.isnan(needed) or needed <= left:
             return None
-        return (f"stopped before {pretraining.variant} {pretraining.stage}: its pretraining takes about "
-                f"{needed / 60:.0f} min at the measured rate, {max(left, 0) / 60:.0f} min are left")
+        return (f"stopped before {model[0].variant} {model[0].stage}: its missing artifacts take about "
+                f"{needed / 60:.0f} min at the measured rates, {max(left, 0) / 60:.0f} min are left")
 
     return stop

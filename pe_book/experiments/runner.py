@@ -427,11 +427,11 @@ class Runner:
 
     @locked
     def run(self, variants: list[str] | None = None, tasks: list[str] | None = None,
-            stop: Callable[[PlannedArtifact], str | None] | None = None) -> dict[str, float]:
+            stop: Callable[[list[PlannedArtifact]], str | None] | None = None) -> dict[str, float]:
         """Ensure every artifact of the profile (or of the given variants/tasks); returns stage wall
-        times. ``stop``, asked before each model with its pretraining artifact, may end the run
-        there (a reason in words, kept as :attr:`stopped`), e.g. before a pretraining that would
-        not finish in the time left (``pe-lib run --stop-after``)."""
+        times. ``stop``, asked before each model with its artifacts (:meth:`model_plan`), may end
+        the run there (a reason in words, kept as :attr:`stopped`), e.g. before a model whose work
+        would not finish in the time left (``pe-lib run --stop-after``)."""
         from pe_lib.data.tasks import get_task
 
         variants = [parse_variant(v).name for v in (variants or self.profile.variants)]
@@ -444,7 +444,7 @@ class Runner:
         models = self.models(variants)
         self.stopped = None
         for variant, p, steps in tqdm(models, desc=f"profile {self.profile.name}", unit="model", disable=not self.progress):
-            if stop is not None and (reason := stop(self.planned_pretraining(variant, p, steps))):
+            if stop is not None and (reason := stop(self.model_plan(variant, p, steps, tasks))):
                 self.stopped = reason
                 break
             self.ensure_pretrained(variant, p, steps)
@@ -467,16 +467,19 @@ class Runner:
         baselines += [(f"baselines-{task}", self.baselines_config(task)) for task in tasks]
         planned = [self._planned(self.BASELINES, stage, config) for stage, config in baselines]
         for variant, p, steps in self.models(variants):
-            at = self.snapshot(steps)
-            planned.append(self.planned_pretraining(variant, p, steps))
-            stages = [(stage_name("analysis", p, snapshot=at), self.analysis_config(variant, p, steps))]
-            if at is None:
-                stages.append((stage_name("extrapolation", p), self.extrapolation_config(variant, p)))
-            stages += [(stage_name("finetune", p, task, f"seed{seed}", snapshot=at),
-                        self.finetune_config(variant, task, seed, p, steps))
-                       for task in tasks for seed in self.profile.seeds]
-            planned += [self._planned(variant, stage, config) for stage, config in stages]
+            planned += self.model_plan(variant, p, steps, tasks)
         return planned
+
+    def model_plan(self, variant: str, pretrain_seed: int, steps: int, tasks: list[str]) -> list[PlannedArtifact]:
+        """The artifacts of one model of :meth:`models`, in :meth:`run`'s order: its pretraining
+        first, then its analysis, its extrapolation (a final model's) and its fine-tunings on ``tasks``."""
+        p, at = pretrain_seed, self.snapshot(steps)
+        stages = [(stage_name("analysis", p, snapshot=at), self.analysis_config(variant, p, steps))]
+        if at is None:
+            stages.append((stage_name("extrapolation", p), self.extrapolation_config(variant, p)))
+        stages += [(stage_name("finetune", p, task, f"seed{seed}", snapshot=at), self.finetune_config(variant, task, seed, p, steps))
+                   for task in tasks for seed in self.profile.seeds]
+        return [self.planned_pretraining(variant, p, steps)] + [self._planned(variant, stage, config) for stage, config in stages]
 
     def planned_pretraining(self, variant: str, pretrain_seed: int, steps: int) -> PlannedArtifact:
         """The pretraining artifact of one model of :meth:`models`, stored or to compute."""

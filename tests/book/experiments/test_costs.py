@@ -66,14 +66,33 @@ def test_a_run_with_a_time_limit_stops_before_a_pretraining_that_would_not_finis
     runner.run(variants=["ape-learned"])  # measures the store's tokens/s
     clock = iter([0.0, 10.0 ** 6])  # the deadline's start, then the check of the first model to train
     stop = costs.stop_when_out_of_time(runner, seconds=3600, clock=lambda: next(clock))
-    assert stop(runner.planned_pretraining("ape-learned", 0, runner.profile.pretrain.steps)) is None, "stored: nothing to train"
+    steps = runner.profile.pretrain.steps
+    assert stop(runner.model_plan("ape-learned", 0, steps, ["sst2"])) is None, "stored: nothing to train"
     pretrains = []
     monkeypatch.setattr("pe_book.experiments.runner.pretrain", lambda *a, **k: pretrains.append(a))
     runner.run(stop=stop)
     assert pretrains == [] and runner.stopped.startswith("stopped before rpe-sin-learned pretrain-p0")
     assert not (runner.store.root / "rpe-sin-learned").exists()
     unlimited = costs.stop_when_out_of_time(runner, seconds=3600, clock=lambda: 0.0)
-    assert unlimited(runner.planned_pretraining("rpe-sin-learned", 0, runner.profile.pretrain.steps)) is None
+    assert unlimited(runner.model_plan("rpe-sin-learned", 0, steps, ["sst2"])) is None
+
+
+def test_a_stored_model_whose_weights_are_gone_is_priced_with_its_pretraining(runner):  # noqa: F811
+    runner.run(variants=["ape-learned"])
+    rates = costs.Rates(tokens_per_s=1.0, finetune_s_per_example={"sst2": 1.0}, stage_s={})
+    model = lambda: runner.model_plan("ape-learned", 0, runner.profile.pretrain.steps, ["sst2"])  # noqa: E731
+    assert costs.model_seconds(runner, model(), rates) == 0, "everything stored"
+    finetune = next(a for a in model() if a.stage == "finetune-sst2-p0-seed1")
+    shutil.rmtree(finetune.folder)
+    one_finetune = costs.artifact_seconds(runner, finetune, rates)
+    assert costs.model_seconds(runner, model(), rates) == one_finetune > 0, "the weights are in the work folder"
+    shutil.rmtree(runner.run_dir("ape-learned", 0))  # the session's work folder is gone: the fine-tuning trains the model again
+    pretraining = costs.artifact_seconds(runner, model()[0], rates)
+    assert pretraining > 0 and costs.model_seconds(runner, model(), rates) == pretraining + one_finetune
+    measured = costs.measured_rates(runner.store)  # the stop rule's rates: the fine-tuning alone fits, the model does not
+    alone, whole = costs.artifact_seconds(runner, finetune, measured), costs.model_seconds(runner, model(), measured)
+    stop = costs.stop_when_out_of_time(runner, seconds=(alone + whole) / 2, clock=lambda: 0.0)
+    assert alone < whole and stop(model()).startswith("stopped before ape-learned pretrain-p0: its missing artifacts take")
 
 
 def test_spent_hours_and_rates_with_a_fallback(runner):  # noqa: F811
