@@ -66,10 +66,14 @@ def stage_name(stage: str, pretrain_seed: int, *parts: str, snapshot: int | None
 
 
 def locked(method):
-    """Run a Runner method while holding its store's lock (re-entrant)."""
+    """Run a Runner method while holding its store's lock (re-entrant). A runner that only reads
+    takes none: every artifact appears in one rename, so a book can be built from a store while a
+    chunk adds to it."""
 
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
+        if not self.compute:
+            return method(self, *args, **kwargs)
         with self.store.lock():
             return method(self, *args, **kwargs)
 

@@ -5,12 +5,14 @@ import warnings
 import numpy as np
 import pytest
 from datasets import Dataset, DatasetDict
+from support import StoreLockHolder
 from transformers import BertTokenizer
 
 import pe_lib.data
 import pe_lib.training.pretrain
 from pe_lib.data.tasks import TASKS, Task
 from pe_lib.errors import InputError
+from pe_lib.io import LockedError
 from pe_book.experiments import runner as runner_module
 from pe_book.experiments.profiles import SMOKE, get_profile
 from pe_book.experiments.runner import MissingResult, Runner
@@ -138,8 +140,13 @@ def test_a_runner_that_only_reads_refuses_what_is_missing_and_finds_what_is_stor
     assert not list(runner.work.glob("*")), "a reader trains no model"
     computed = runner.ensure_finetuned("ape-learned", "sst2", 1)
     assert reader.ensure_finetuned("ape-learned", "sst2", 1).payload == computed.payload
-    assert reader.ensure_pretrained("ape-learned").payload == runner.ensure_pretrained("ape-learned").payload
+    computed_pretraining = runner.ensure_pretrained("ape-learned")
+    assert reader.ensure_pretrained("ape-learned").payload == computed_pretraining.payload
     assert reader.has_weights("ape-learned") and reader.trained_model("ape-learned") is not None
+    with StoreLockHolder(runner.store.root.parent, profile.name):  # a chunk adding to the store
+        assert reader.ensure_pretrained("ape-learned").payload == computed_pretraining.payload, "a reader takes no lock"
+        with pytest.raises(LockedError, match="is in use by another run"):
+            runner.ensure_pretrained("ape-learned")
 
 
 def test_corrupt_artifact_is_reported_and_recomputed(runner):
