@@ -17,8 +17,9 @@ commit() {
         && echo "committed results/$profile ($n artifacts)"
 }
 
-# --stop-after: no pretraining is started that would not finish in the chunk (the work folder, where
-# an unfinished run keeps its checkpoints, does not outlive a session); timeout is the hard stop.
+# --stop-after: no model is started whose pretraining and fine-tunings would not finish in the chunk
+# (the work folder, where a run keeps its checkpoints and weights, does not outlive a session);
+# timeout is the hard stop.
 timeout --signal=INT --kill-after=60 "$seconds" .venv/bin/pe-lib run --profile "$profile" --no-progress \
     --stop-after "$seconds" "$@" &
 job=$!
