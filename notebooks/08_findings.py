@@ -117,6 +117,27 @@ plt.close(fig)
 # $\rho$ across the variants.
 # ```
 #
+# ## Against the baselines
+#
+# A comparison between position embeddings means something only where the models have learned
+# the task. The table below sets the best variant of each column (chosen on the
+# validation split, scored on the {glue:text}`split` split) against the baselines of chapters
+# {ref}`classification` and {ref}`span-prediction`: the best constant predictor, the bag of
+# words (a logistic or ridge regression on word counts, which knows nothing of order) and, for
+# spans, fixed rules. The variant's interval comes from the same pooled variance as the claims'
+# tests below, Bonferroni-corrected over the baselines of its column; a baseline is one
+# deterministic fit on the same examples, taken as exact. On the classification average,
+# {glue:text}`classification_baselines_text`. On the span average,
+# {glue:text}`span_baselines_text`. In the table, "difference" is the variant's mean minus the
+# baseline's score (percentage points), "low" and "high" bound the variant's mean.
+
+# %% tags=["hide-input"]
+(result.against_baselines.assign(baseline=result.against_baselines["baseline"].str.removeprefix("baseline: "))
+ .style.format({"mean": "{:.1f}", "low": "{:.1f}", "high": "{:.1f}", "baseline score": "{:.1f}",
+                "difference": "{:+.1f}"}, na_rep="n/a").hide(axis="index")
+ .set_table_attributes('class="dataframe"'))
+
+# %% [markdown]
 # ## The paper's claims, one by one
 #
 # **The rule** (`pe_book.stats`, whose docstring has the details). Each claim about

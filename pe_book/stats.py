@@ -505,6 +505,44 @@ def comparison_table(claims: Iterable[Claim], per_seed: pd.DataFrame, baselines:
     return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
 
 
+BASELINE_OUTCOMES = ("above", "below", "not decided", "variance unknown")
+
+
+def against_baselines(per_seed: pd.DataFrame, selection: pd.DataFrame, baselines: Mapping[str, Mapping[str, float]],
+                      alpha: float = ALPHA) -> pd.DataFrame:
+    """The best variant of each column against fixed baselines, one row per (column, baseline).
+
+    ``baselines``: baseline name -> column -> score (absent or NaN: that baseline does not score
+    the column). The best variant of a column is chosen on ``selection`` (the per-seed scores of
+    the validation split, :func:`best_on`) and its mean on ``per_seed`` gets a t interval from the
+    column's pooled ``tau2`` (standard error ``sqrt(tau2 / P)``), Bonferroni over the column's
+    baselines (level ``alpha / K`` for ``K`` baselines). A baseline's score is one deterministic
+    fit on the same examples, taken as exact. Outcome (:data:`BASELINE_OUTCOMES`): ``"above"``
+    when the interval lies above the baseline, ``"below"`` when it lies below, ``"not decided"``
+    when it contains it, ``"variance unknown"`` when no variant has two pretraining seeds."""
+    rows = []
+    for column in per_seed.columns:
+        scored = {name: float(scores[column]) for name, scores in baselines.items()
+                  if not math.isnan(float(scores.get(column, math.nan)))}
+        best = best_on(selection, column, list(dict.fromkeys(per_seed.index.get_level_values("variant"))))
+        if not scored or best is None:
+            continue
+        col = column_stats(per_seed, column)
+        if best not in col.variants:
+            continue
+        c, i = col.components, col.index(best)
+        half = float(interval_halfwidth(math.sqrt(float(c.tau2) / c.n_pre[i]), c.df_tau, alpha / len(scored)))
+        mean = float(c.mean[i])
+        for name, score in scored.items():
+            outcome = ("variance unknown" if math.isnan(half) else "above" if mean - half > score
+                       else "below" if mean + half < score else "not decided")
+            rows.append({"column": column, "best variant": best, "mean": mean, "low": mean - half,
+                         "high": mean + half, "baseline": name, "baseline score": score,
+                         "difference": mean - score, "outcome": outcome})
+    return pd.DataFrame(rows, columns=["column", "best variant", "mean", "low", "high", "baseline", "baseline score",
+                                       "difference", "outcome"])
+
+
 def best_on(selection: pd.DataFrame, column: str, candidates: Sequence[str]) -> str | None:
     """The candidate with the highest variant mean (mean of its pretrained models' means) on
     ``column`` of ``selection`` (per-seed scores of the *validation* split: selecting on the

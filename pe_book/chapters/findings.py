@@ -10,7 +10,7 @@ import pandas as pd
 
 from pe_book import claims, stats, tables
 from pe_book.chapters import common
-from pe_book.experiments.baselines import best_constant_scores
+from pe_book.experiments.baselines import LABELS, baseline_payloads, best_constant_scores
 from pe_book.experiments.profiles import GPU, Profile
 from pe_lib.data.tasks import get_task
 from pe_lib.positions import parse_variant, resolve_variants
@@ -22,15 +22,17 @@ VERDICT_LABELS = ("supported", "contradicted", "not decidable", "not tested")
 class Findings:
     """What the chapter shows: ``indicators`` (probe indicators of the trained models, per
     variant), ``scores`` (seed means per variant of each group average), their ``correlation``,
-    the ``variance`` components, the ``verdicts`` on the paper's claims with the ``details`` of
-    every comparison, what each undecided claim would ``need``, the ``indicator_verdicts`` and
-    ``cited``, by glue name."""
+    the ``variance`` components, the best variant of each column ``against_baselines``
+    (:func:`pe_book.stats.against_baselines`), the ``verdicts`` on the paper's claims with the
+    ``details`` of every comparison, what each undecided claim would ``need``, the
+    ``indicator_verdicts`` and ``cited``, by glue name."""
     names: list[str]
     groups: dict[str, list[str]]
     indicators: pd.DataFrame
     scores: pd.DataFrame
     correlation: pd.DataFrame
     variance: pd.DataFrame
+    against_baselines: pd.DataFrame
     verdicts: pd.DataFrame
     indicator_verdicts: pd.DataFrame
     details: pd.DataFrame
@@ -72,6 +74,9 @@ def compute(runner, variants: Sequence[str] = (), seeds: Sequence[int] = (), spl
     per_seed = tables.per_seed_scores(tables.score_records(finetuned, kinds, split), groups)
     validation = tables.per_seed_scores(tables.score_records(finetuned, kinds, "validation"), groups)
     baselines = best_constant_scores(runner, list(specs), groups, split)
+    floor = tables.per_seed_scores(tables.score_records(baseline_payloads(runner, list(specs)), kinds, split), groups)
+    floor = floor.droplevel(["pretrain_seed", "seed"])  # one deterministic run per baseline
+    floor = floor.reindex([label for label in LABELS.values() if label in floor.index])
     scores = tables.summarise(per_seed[list(groups)]).xs("mean", axis=1, level=1)
     analyses = {name: runner.ensure_analysis(name).payload for name in names}
     indicators = tables.indicator_table(analyses, "trained", "probe", layer)
@@ -82,6 +87,8 @@ def compute(runner, variants: Sequence[str] = (), seeds: Sequence[int] = (), spl
     result = Findings(
         names, groups, indicators, scores, correlation,
         stats.variance_table(per_seed, list(groups) + [t for t in span_tasks if t in per_seed.columns]),
+        stats.against_baselines(per_seed[list(groups) + list(specs)], validation,
+                                {label: row.to_dict() for label, row in floor.iterrows()}, alpha),
         verdicts, claims.assess_indicator_claims(correlation, list(scores.columns), alpha), details,
         needs(verdicts, details), {})
     all_verdicts = list(result.verdicts["verdict"]) + list(result.indicator_verdicts["verdict"])
@@ -91,8 +98,26 @@ def compute(runner, variants: Sequence[str] = (), seeds: Sequence[int] = (), spl
         "classification_tasks": ", ".join(groups.get("classification", [])) or "none",
         "span_tasks": ", ".join(span_tasks) or "none",
         **{f"n_{label.replace(' ', '_')}": sum(v.startswith(label) for v in all_verdicts) for label in VERDICT_LABELS},
-        "n_claims": len(all_verdicts), "mde_text": _mde_text(verdicts), "needs_text": needs_text(result.needs, GPU)}
+        "n_claims": len(all_verdicts), "mde_text": _mde_text(verdicts), "needs_text": needs_text(result.needs, GPU),
+        **{f"{group}_baselines_text": baselines_text(result.against_baselines, group, alpha) for group in groups}}
     return result
+
+
+def baselines_text(table: pd.DataFrame, column: str, alpha: float) -> str:
+    """One column of :func:`pe_book.stats.against_baselines` in words: the best variant's mean with
+    its interval, and each baseline's score with where the variant stands against it."""
+    rows = table[table["column"] == column]
+    if not len(rows):
+        return f"no baseline scores the {column} column"
+    first = rows.iloc[0]
+    level = f"{100 * (1 - alpha / len(rows)):.1f}%"
+    where = {"above": " (the variant is above it)", "below": " (the variant is below it)",
+             "not decided": " (within the variant's interval)", "variance unknown": ""}
+    against = "; ".join(f"{row['baseline'].removeprefix('baseline: ')} {row['baseline score']:.1f}"
+                        f"{where[row['outcome']]}" for _, row in rows.iterrows())
+    interval = ("no interval: the pretraining variance is unknown" if math.isnan(first["low"])
+                else f"{level} interval {first['low']:.1f} to {first['high']:.1f}")
+    return f"{first['best variant']} (chosen on the validation split) scores {first['mean']:.1f} ({interval}); {against}"
 
 
 def needs(verdicts: pd.DataFrame, details: pd.DataFrame) -> pd.DataFrame:

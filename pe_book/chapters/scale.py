@@ -133,8 +133,9 @@ def separation_chance(n_a: int, n_b: int) -> float:
     return math.factorial(n_a) * math.factorial(n_b) / math.factorial(n_a + n_b)
 
 
-def criteria_at(models: pd.DataFrame, constant: float) -> dict:
-    """Criteria (a), (b), (c) on the models of one budget (None: not decidable from what is stored)."""
+def criteria_at(models: pd.DataFrame, constant: float, bag_of_words: float = math.nan) -> dict:
+    """Criteria (a), (b), (c) on the models of one budget (None: not decidable from what is stored),
+    with the best variant's classification average against the ``bag_of_words`` baseline's beside (c)."""
     loss = {v: models.loc[models.variant == v, "validation_loss"] for v in (APE, NO_PE)}
     ape = models[models.variant == APE]
     decided_a = len(loss[APE]) >= 2 and len(loss[NO_PE]) >= 2
@@ -142,6 +143,7 @@ def criteria_at(models: pd.DataFrame, constant: float) -> dict:
     means = scored.groupby("variant")[["classification_validation", "classification_test"]].mean()
     best = means["classification_validation"].idxmax() if len(means) else None
     mono = (float(ape["monotonicity"].mean()), float(ape["monotonicity_local"].mean())) if len(ape) else (math.nan,) * 2
+    best_test = float(means.loc[best, "classification_test"]) if best is not None else math.nan
     return {
         "loss_gap": float(loss[APE].mean() - loss[NO_PE].mean()) if len(loss[APE]) and len(loss[NO_PE]) else math.nan,
         "a": bool(loss[APE].max() < loss[NO_PE].min()) if decided_a else None,
@@ -149,19 +151,20 @@ def criteria_at(models: pd.DataFrame, constant: float) -> dict:
         "monotonicity": mono[0], "monotonicity_local": mono[1],
         "b": bool(min(mono) >= DIAGONAL_THRESHOLD) if not any(map(math.isnan, mono)) else None,
         "best_variant": best,
-        "best_classification": float(means.loc[best, "classification_test"]) if best is not None else math.nan,
-        "c": (bool(means.loc[best, "classification_test"] - constant >= CHANCE_MARGIN)
-              if best is not None and not math.isnan(constant) else None),
+        "best_classification": best_test,
+        "c": bool(best_test - constant >= CHANCE_MARGIN) if best is not None and not math.isnan(constant) else None,
+        "minus_bag_of_words": best_test - bag_of_words,
     }
 
 
-def criteria_table(models: pd.DataFrame, constant: float) -> pd.DataFrame:
+def criteria_table(models: pd.DataFrame, constant: float, bag_of_words: float = math.nan) -> pd.DataFrame:
     """Criteria (a)-(c) at each budget of ``models`` (:func:`collect`), one row per budget, against
-    the best constant predictor's classification average ``constant``."""
-    rows = [{"steps": steps, "tokens": int(group.tokens.iloc[0]), **criteria_at(group, constant)}
+    the best constant predictor's classification average ``constant``, with the best variant's
+    average minus the ``bag_of_words`` baseline's (``minus_bag_of_words``)."""
+    rows = [{"steps": steps, "tokens": int(group.tokens.iloc[0]), **criteria_at(group, constant, bag_of_words)}
             for steps, group in models.groupby("steps", sort=True)]
     return pd.DataFrame(rows, columns=["steps", "tokens", "loss_gap", "a", "a_null_rate", "monotonicity", "monotonicity_local", "b",
-                                       "best_variant", "best_classification", "c"])
+                                       "best_variant", "best_classification", "c", "minus_bag_of_words"])
 
 
 def compute(runner: Runner, variants: Sequence[str] = (), tasks: Sequence[str] = (), cpu: Runner | None = None) -> ScaleStudy:
@@ -174,14 +177,14 @@ def compute(runner: Runner, variants: Sequence[str] = (), tasks: Sequence[str] =
     names = resolve_variants(variants, [v for v in STUDY_VARIANTS if v in runner.profile.variants])
     tasks = list(common.chapter_tasks(tasks, runner.profile.tasks, span=False))
     models = collect(runner, names, tasks)
-    constant = baseline_average(runner, tasks, "constant")
-    criteria = criteria_table(models, constant)
+    constant, bag_of_words = baseline_average(runner, tasks, "constant"), baseline_average(runner, tasks, "bag of words")
+    criteria = criteria_table(models, constant, bag_of_words)
     passing = criteria[(criteria.a == True) & (criteria.b == True) & (criteria.c == True)]  # noqa: E712 (None stays out)
     planned = [a for a in runner.plan(names, tasks) if a.variant != Runner.BASELINES]
     cfg = runner.profile.pretrain
     study = ScaleStudy(
         models=models, criteria=criteria, unigram_loss=unigram_loss(runner),
-        constant=constant, bag_of_words=baseline_average(runner, tasks, "bag of words"),
+        constant=constant, bag_of_words=bag_of_words,
         stored=sum(a.stored for a in planned), planned=len(planned),
         smallest_budget=int(passing.tokens.min()) if len(passing) else None,
         variants=names, tasks=tasks, budget_tokens=[s * cfg.batch_size * runner.profile.seq_len for s in cfg.budgets],
@@ -196,7 +199,8 @@ def compute(runner: Runner, variants: Sequence[str] = (), tasks: Sequence[str] =
     if cpu is not None:
         study.cpu_costs = cpu_costs(runner, cpu.profile)
         study.cpu_models = collect(cpu, [v for v in names if v in cpu.profile.variants], tasks)
-        study.cpu_criteria = criteria_table(study.cpu_models, baseline_average(cpu, tasks, "constant"))
+        study.cpu_criteria = criteria_table(study.cpu_models, baseline_average(cpu, tasks, "constant"),
+                                            baseline_average(cpu, tasks, "bag of words"))
         study.cited.update(cpu_hours=CPU_HOURS, cpu_affordable=largest_affordable(study.cpu_costs),
                            cpu_spending=cpu_spending(runner, cpu),
                            **cpu_choice(study, runner.profile, cpu.profile, runner.stored_precision()))

@@ -22,6 +22,7 @@ def test_the_headline_replaces_the_block_and_nothing_else(store, root, monkeypat
     assert "old" not in text and (root / "book" / "_static" / "headline-test.png").stat().st_size > 1000
     assert "| cls-ape-best" not in text and "| Fully learnable APE is the best single PE" in text
     assert "https://pe-book.github.io/pe-lib/" in text
+    assert "- On the classification average, " in text and "bag of words " in text
     headline.update_readme(store, root)
     assert (root / "README.md").read_text() == text, "a second run writes the same README"
 

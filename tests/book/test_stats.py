@@ -250,3 +250,24 @@ def test_variance_table_names_where_the_pretraining_variance_comes_from():
     assert table.loc["classification", "tau2"] == pytest.approx(8.0)  # model means 2 and 6
     assert table.loc["classification", "sd of one run"] == pytest.approx(math.sqrt(7.0 + 2.0))
     assert table.loc["span", "pooled from"].startswith("none") and math.isnan(table.loc["span", "tau2"])
+
+
+def test_the_best_variant_is_set_against_each_baseline_with_its_interval():
+    test = _frame({"x": [[60.0, 61.0], [62.0, 63.0], [61.0, 61.0]], "y": [[70.0, 70.0], [72.0, 72.0], [71.0, 71.0]]})
+    validation = _frame({"x": [[80.0, 80.0]], "y": [[50.0, 50.0]]})  # x is chosen, although y scores higher on test
+    table = stats.against_baselines(test, validation, {"constant": {"classification": 50.0},
+                                                       "bag of words": {"classification": 61.5},
+                                                       "rule": {"span": 10.0}}, alpha=0.05)
+    assert list(table["baseline"]) == ["constant", "bag of words"] and set(table["best variant"]) == {"x"}
+    model_means = np.array([60.5, 62.5, 61.0])
+    tau2 = ((model_means - model_means.mean()) ** 2).sum() + 2.0
+    half = sps.t.isf(0.05 / 2 / 2, 4) * math.sqrt(tau2 / 4 / 3)
+    row = table.set_index("baseline").loc["bag of words"]
+    assert row["mean"] == pytest.approx(model_means.mean()) and row["high"] - row["mean"] == pytest.approx(half)
+    assert list(table["outcome"]) == ["above", "not decided"]
+    assert table.set_index("baseline").loc["constant", "difference"] == pytest.approx(model_means.mean() - 50.0)
+    below = stats.against_baselines(test, validation, {"bag of words": {"classification": 70.0}})
+    assert below["outcome"].tolist() == ["below"]
+    unknown = stats.against_baselines(_frame({"x": [[60.0, 61.0]]}), _frame({"x": [[60.0, 61.0]]}),
+                                      {"constant": {"classification": 50.0}})
+    assert unknown["outcome"].tolist() == ["variance unknown"] and math.isnan(unknown.loc[0, "low"])

@@ -130,6 +130,21 @@ def test_findings_decide_every_claim(store):
     undecided = result.verdicts[result.verdicts["verdict"].str.startswith("not decidable")]
     assert list(result.needs.index) == list(undecided.index)  # one row per claim not decided, with its reason
     assert result.needs["needs"].str.len().min() > 0 and result.cited["needs_text"].startswith(f"{len(undecided)} claim")
+    against = result.against_baselines.set_index(["column", "baseline"])
+    bow = against.loc[("classification", "baseline: bag of words")]
+    assert bow["best variant"] in result.names and bow["difference"] == pytest.approx(bow["mean"] - bow["baseline score"])
+    assert ("squad", "baseline: first sentence") in against.index and ("squad", "baseline: bag of words") not in against.index
+    assert f"bag of words {bow['baseline score']:.1f}" in result.cited["classification_baselines_text"]
+
+
+def test_baselines_text_reads_each_outcome():
+    table = pd.DataFrame({"column": ["average", "average"], "best variant": ["x", "x"], "mean": [60.0, 60.0],
+                          "low": [58.0, 58.0], "high": [62.0, 62.0], "baseline": ["baseline: best constant", "baseline: bag of words"],
+                          "baseline score": [30.0, 63.0], "difference": [30.0, -3.0], "outcome": ["above", "below"]})
+    text = findings.baselines_text(table, "average", 0.05)
+    assert text == ("x (chosen on the validation split) scores 60.0 (97.5% interval 58.0 to 62.0); best constant 30.0 "
+                    "(the variant is above it); bag of words 63.0 (the variant is below it)")
+    assert findings.baselines_text(table, "span", 0.05) == "no baseline scores the span column"
 
 
 def test_needs_separates_chance_from_seeds():

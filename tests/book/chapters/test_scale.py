@@ -49,6 +49,8 @@ def test_criterion_c_picks_the_best_variant_on_validation_and_judges_it_on_test(
     result = scale.criteria_at(rows(losses, scores=scores), constant=50.0)
     assert result["best_variant"] == "ape-learned" and result["best_classification"] == 59.0 and result["c"] is False
     assert scale.criteria_at(rows(losses, scores=scores), constant=48.0)["c"] is True
+    assert scale.criteria_at(rows(losses, scores=scores), 48.0, bag_of_words=61.0)["minus_bag_of_words"] == -2.0
+    assert math.isnan(result["minus_bag_of_words"]), "no bag of words given: no difference"
     assert scale.criteria_at(rows(losses), constant=50.0)["c"] is None, "nothing fine-tuned: not decidable"
 
 
@@ -68,6 +70,7 @@ def test_compute_reads_every_kept_budget_of_a_finished_study(runner, profile):  
     assert ape["monotonicity"].notna().all() and study.models.loc[study.models.variant == "none", "monotonicity"].isna().all()
     assert study.criteria["a"].isna().all(), "one pretraining seed each: (a) is not decidable"
     assert 0 <= study.constant <= 100 and 0 <= study.bag_of_words <= 100 and study.unigram_loss > 0
+    assert (study.criteria["minus_bag_of_words"] == study.criteria["best_classification"] - study.bag_of_words).all()
 
 
 def test_the_recipe_screen_is_read_from_its_committed_files():
