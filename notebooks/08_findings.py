@@ -209,20 +209,23 @@ plt.close(fig)
 # %% tags=["hide-input"]
 SHOWN = {"claim": "claim", "verdict": "verdict", "quantifier": "quantifier", "comparisons": "n",
          "in claimed direction": "sign as claimed", "decided as claimed": "decided: for",
-         "decided against": "decided: against", "mean difference": "mean diff.", "MDE": "MDE",
+         "decided against": "decided: against", "effects": "effects [interval]", "mean difference": "mean diff.",
+         "MDE": "MDE",
          "MDE 2x fine-tuning seeds": "MDE, 2x fine-tuning seeds", "MDE 2x pretraining seeds": "MDE, 2x pretraining seeds"}
 (result.verdicts[list(SHOWN)].rename(columns=SHOWN)
  .style.format({c: "{:+.2f}" if c == "mean diff." else "{:.1f}" for c in list(SHOWN.values())[-4:]}, na_rep="n/a")
  .set_properties(subset=["claim"], **{"text-align": "left", "min-width": "16em"})
  .set_properties(subset=["verdict"], **{"text-align": "left", "min-width": "9em", "font-weight": "bold"})
+ .set_properties(subset=["effects [interval]"], **{"min-width": "11em"})
  .set_table_attributes('class="dataframe"'))
 
 # %% [markdown]
 # The table gives, for each claim about scores, its verdict, its quantifier, how many comparisons
 # it has ($n$), how many go in the claimed direction at all, how many are decided either way
-# after Holm's correction, the mean difference in the claimed direction ("mean diff.", in
-# percentage points of the task scores of chapters {ref}`classification` and
-# {ref}`span-prediction`), and for an undecided claim its MDE (largest over its comparisons) now
+# after Holm's correction, the smallest and the largest effect in the claimed direction with
+# their Bonferroni intervals ("effects", a single one for a claim of one comparison), the mean
+# difference over its comparisons ("mean diff."; both in percentage points of the task scores
+# of chapters {ref}`classification` and {ref}`span-prediction`), and for an undecided claim its MDE (largest over its comparisons) now
 # and with twice the seeds of either kind. The MDEs of the undecided claims range
 # {glue:text}`mde_text`. The next table gives the claims about indicators, with Spearman's $\rho$
 # across the $n$ variants and its p-value.

@@ -2,10 +2,10 @@
 committed results, between two markers of ``README.md`` (``pe-lib publish readme``).
 
 The figure is the paper's (learned dot products of position and offset vectors after
-pretraining, chapter 04); the table is the verdict on each of the paper's claims with its mean
-difference and the smallest effect the seeds could detect, followed by the best variant against
-the baselines (chapter 08). Nothing is computed: a
-profile whose results are incomplete is refused.
+pretraining, chapter 04); the table is the verdict on each of the paper's claims with its smallest
+and largest effect and their intervals, its mean difference and the smallest effect the seeds
+could detect, followed by the best variant against the baselines (chapter 08). Nothing is
+computed: a profile whose results are incomplete is refused.
 """
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from pe_lib.io import atomic_write_text
 
 START, END = "<!-- headline:start -->", "<!-- headline:end -->"
 ROOT = Path(__file__).resolve().parents[1]
-COLUMNS = {"claim": "claim", "verdict": "verdict", "mean difference": "mean difference (points)",
-           "MDE": "smallest detectable (points)"}
+COLUMNS = {"claim": "claim", "verdict": "verdict", "effects": "effects [interval] (points)",
+           "mean difference": "mean difference (points)", "MDE": "smallest detectable (points)"}
 
 
 def markdown(table: pd.DataFrame) -> str:

@@ -82,8 +82,9 @@ def compute(runner, variants: Sequence[str] = (), seeds: Sequence[int] = (), spl
     indicators = tables.indicator_table(analyses, "trained", "probe", layer)
     correlation = claims.correlations(indicators, scores)
     paper = claims.paper_claims(span_tasks=span_tasks, selection=validation)
-    verdicts = stats.assess_claims(paper, per_seed, baselines, alpha)
     details = stats.comparison_table(paper, per_seed, baselines, alpha)
+    verdicts = stats.assess_claims(paper, per_seed, baselines, alpha)
+    verdicts["effects"] = effects_text(details).reindex(verdicts.index).fillna("no comparison")
     result = Findings(
         names, groups, indicators, scores, correlation,
         stats.variance_table(per_seed, list(groups) + [t for t in span_tasks if t in per_seed.columns]),
@@ -118,6 +119,22 @@ def baselines_text(table: pd.DataFrame, column: str, alpha: float) -> str:
     interval = ("no interval: the pretraining variance is unknown" if math.isnan(first["low"])
                 else f"{level} interval {first['low']:.1f} to {first['high']:.1f}")
     return f"{first['best variant']} (chosen on the validation split) scores {first['mean']:.1f} ({interval}); {against}"
+
+
+def effects_text(details: pd.DataFrame) -> pd.Series:
+    """Per claim id, its smallest and largest effect (percentage points, expected higher minus
+    expected lower) with their Bonferroni intervals, e.g. ``"-9.3 [-12.0, -6.6] to +1.2 [-1.5, +3.9]"``."""
+    def one(row) -> str:
+        if math.isnan(row["low"]):
+            return f"{row['difference']:+.1f} (no interval)"
+        return f"{row['difference']:+.1f} [{row['low']:+.1f}, {row['high']:+.1f}]"
+
+    def claim(rows: pd.DataFrame) -> str:
+        ordered = rows.sort_values("difference")
+        ends = [ordered.iloc[0]] if len(ordered) == 1 else [ordered.iloc[0], ordered.iloc[-1]]
+        return " to ".join(one(row) for row in ends)
+
+    return pd.Series({key: claim(rows) for key, rows in details.groupby("claim id", sort=False)}, dtype=object)
 
 
 def needs(verdicts: pd.DataFrame, details: pd.DataFrame) -> pd.DataFrame:

@@ -123,6 +123,7 @@ def test_findings_decide_every_claim(store):
     result = findings.compute(store)
     assert {"cls-ape-best", "span-none-drops"} <= set(result.verdicts.index)
     assert result.cited["n_claims"] == len(result.verdicts) + len(result.indicator_verdicts)
+    assert result.verdicts["effects"].str.len().min() > 0
     assert sum(result.cited[f"n_{label.replace(' ', '_')}"] for label in findings.VERDICT_LABELS) == result.cited["n_claims"]
     assert "none" not in result.points().index and set(result.points()["kind"]) <= {"absolute", "relative", "APE + relative"}
     with pytest.raises(ValueError, match="alpha must be between 0 and 1"):
@@ -135,6 +136,13 @@ def test_findings_decide_every_claim(store):
     assert bow["best variant"] in result.names and bow["difference"] == pytest.approx(bow["mean"] - bow["baseline score"])
     assert ("squad", "baseline: first sentence") in against.index and ("squad", "baseline: bag of words") not in against.index
     assert f"bag of words {bow['baseline score']:.1f}" in result.cited["classification_baselines_text"]
+
+
+def test_effects_give_the_smallest_and_largest_effect_of_each_claim_with_its_interval():
+    details = pd.DataFrame({"claim id": ["a", "a", "a", "b", "c"], "difference": [1.0, -2.5, 0.5, 3.0, 0.2],
+                            "low": [0.0, -4.0, -1.0, 1.0, math.nan], "high": [2.0, -1.0, 2.0, 5.0, math.nan]})
+    assert findings.effects_text(details).to_dict() == {
+        "a": "-2.5 [-4.0, -1.0] to +1.0 [+0.0, +2.0]", "b": "+3.0 [+1.0, +5.0]", "c": "+0.2 (no interval)"}
 
 
 def test_baselines_text_reads_each_outcome():
