@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
 # Run a long profile in one chunk of at most SECONDS, committing the artifacts it finished every
 # 10 minutes and at the end, so that no hour of computation is lost when a session stops.
-#   scripts/run_in_chunks.sh PROFILE SECONDS [pe-lib run options...]
+#   scripts/run_in_chunks.sh PROFILE SECONDS [--tail] [pe-lib run options...]
 # The next chunk resumes where this one stopped (found artifacts are read, unfinished pretraining
 # runs resume from their checkpoints in the work folder, when it is still there).
+#
+# --stop-after: no model is started whose pretraining and fine-tunings would not finish in the chunk
+# (the work folder, where a run keeps its checkpoints and weights, may not outlive a session);
+# timeout is the hard stop. --tail: when that rule ends the run with more than 5 minutes left, the
+# rest of the chunk starts the next model anyway. If the work folder survives the session, the next
+# chunk resumes it from its last checkpoint; if not, the tail cost only time the machine would have
+# idled. A tail cut by the chunk's end is not an error.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-profile=${1:?usage: scripts/run_in_chunks.sh PROFILE SECONDS [options]}; seconds=${2:?seconds}; shift 2
+profile=${1:?usage: scripts/run_in_chunks.sh PROFILE SECONDS [--tail] [options]}; seconds=${2:?seconds}; shift 2
+with_tail=0
+if [[ ${1:-} == --tail ]]; then with_tail=1; shift; fi
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
+end=$(( $(date +%s) + seconds ))
 
 commit() {
     git add -A "results/$profile" 2>/dev/null || return 0
@@ -17,17 +27,25 @@ commit() {
         && echo "committed results/$profile ($n artifacts)"
 }
 
-# --stop-after: no model is started whose pretraining and fine-tunings would not finish in the chunk
-# (the work folder, where a run keeps its checkpoints and weights, does not outlive a session);
-# timeout is the hard stop.
-timeout --signal=INT --kill-after=60 "$seconds" .venv/bin/pe-lib run --profile "$profile" --no-progress \
-    --stop-after "$seconds" "$@" &
-job=$!
-while kill -0 "$job" 2>/dev/null; do
-    for _ in $(seq 60); do sleep 10; kill -0 "$job" 2>/dev/null || break; done
-    commit
-done
-wait "$job"; status=$?
+# run_until ARGS...: pe-lib run ARGS until the chunk's end, committing every 10 minutes.
+run_until() {
+    timeout --signal=INT --kill-after=60 "$(( end - $(date +%s) ))" .venv/bin/pe-lib run --profile "$profile" \
+        --no-progress "$@" &
+    local job=$!
+    while kill -0 "$job" 2>/dev/null; do
+        for _ in $(seq 60); do sleep 10; kill -0 "$job" 2>/dev/null || break; done
+        commit
+    done
+    wait "$job"
+}
+
+run_until --stop-after "$seconds" "$@"; status=$?
+left=$(( end - $(date +%s) ))
+if (( with_tail && status == 0 && left > 300 )); then
+    echo "the stop rule ended the run with ${left} s left: the tail starts the next model anyway"
+    run_until "$@" --stop-after 100000000; tail_status=$?
+    (( tail_status == 0 || tail_status == 124 )) || status=$tail_status
+fi
 commit
 echo "chunk of $profile ended with status $status"
 exit $status
