@@ -31,9 +31,9 @@ commit() {
 run_until() {
     timeout --signal=INT --kill-after=60 "$(( end - $(date +%s) ))" .venv/bin/pe-lib run --profile "$profile" \
         --no-progress "$@" &
-    local job=$!
+    local job=$! poll=${CHUNK_POLL_SECONDS:-10}
     while kill -0 "$job" 2>/dev/null; do
-        for _ in $(seq 60); do sleep 10; kill -0 "$job" 2>/dev/null || break; done
+        for _ in $(seq $(( 600 / poll ))); do sleep "$poll"; kill -0 "$job" 2>/dev/null || break; done
         commit
     done
     wait "$job"
