@@ -505,9 +505,6 @@ def comparison_table(claims: Iterable[Claim], per_seed: pd.DataFrame, baselines:
     return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
 
 
-BASELINE_OUTCOMES = ("above", "below", "not decided", "variance unknown")
-
-
 def against_baselines(per_seed: pd.DataFrame, selection: pd.DataFrame, baselines: Mapping[str, Mapping[str, float]],
                       alpha: float = ALPHA) -> pd.DataFrame:
     """The best variant of each column against fixed baselines, one row per (column, baseline).
@@ -517,7 +514,7 @@ def against_baselines(per_seed: pd.DataFrame, selection: pd.DataFrame, baselines
     the validation split, :func:`best_on`) and its mean on ``per_seed`` gets a t interval from the
     column's pooled ``tau2`` (standard error ``sqrt(tau2 / P)``), Bonferroni over the column's
     baselines (level ``alpha / K`` for ``K`` baselines). A baseline's score is one deterministic
-    fit on the same examples, taken as exact. Outcome (:data:`BASELINE_OUTCOMES`): ``"above"``
+    fit on the same examples, taken as exact. Outcome: ``"above"``
     when the interval lies above the baseline, ``"below"`` when it lies below, ``"not decided"``
     when it contains it, ``"variance unknown"`` when no variant has two pretraining seeds."""
     rows = []
