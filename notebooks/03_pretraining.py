@@ -73,9 +73,9 @@ common.data_used(params, runner)
 # {glue:text}`setup_steps` steps of {glue:text}`setup_batch_size` sequences of
 # {glue:text}`setup_seq_len` tokens, i.e. {glue:text}`setup_tokens_m:.2f` million tokens, with
 # peak learning rate {glue:text}`setup_lr:g` after {glue:text}`setup_warmup_steps` warm-up steps
-# (precision: {glue:text}`precision`). On this machine ({glue:text}`hardware_cpu`,
-# {glue:text}`hardware_cores` cores, GPU: {glue:text}`hardware_gpu`, torch
-# {glue:text}`torch_version`, code at commit {glue:text}`git_commit`) the models processed
+# (precision: {glue:text}`precision`). On the machines that trained them
+# ({glue:text}`machines`; torch {glue:text}`torch_version`, code at commit
+# {glue:text}`git_commit`) the models processed
 # {glue:text}`setup_tokens_per_s:,.0f` tokens per second on average, and pretraining took
 # {glue:text}`setup_wall_min:.1f` minutes in all. The table lists these values; the full
 # configuration and provenance of each number are in its artifact (`results/<profile>/`).
@@ -141,7 +141,11 @@ plt.close(fig)
 # {glue:text}`loss_range:.3f` nats. BERT without any position embedding ranks
 # {glue:text}`none_rank` (loss {glue:text}`none_loss:.3f`): a masked word can often be guessed
 # from the bag of the other words, so the language-model loss alone says little about how well a
-# position embedding serves the tasks of the next chapters.
+# position embedding serves the tasks of the next chapters. ALiBi ranks {glue:text}`alibi_rank`
+# (loss {glue:text}`alibi_loss:.3f`). It was made for causal language models, whose mask tells a
+# word which words come before it; in a bidirectional encoder its bias $-m\,|j - i|$ is symmetric
+# (chapter 1): it tells a word how far another word is, never on which side. That may be why it
+# trails the best variant; this book does not test it.
 #
 # ```{admonition} How far these models are from the paper's
 # :class: warning

@@ -90,7 +90,8 @@ for state in ("trained", "init"):
 # (a)-(d): $p_x \cdot p_y$ of the absolute embedding over the first {glue:text}`seq_len`
 # positions; (e), (f): $r_a \cdot r_b$ between the first layer's relative vectors of offsets
 # $a, b \in [-${glue:text}`max_offset`$, ${glue:text}`max_offset`$]$ ($a = i - j$, query minus
-# key position). Each panel has its own colour scale (bright: large).
+# key position). Each panel has its own colour scale (bright: large), spanning the 2nd to 98th
+# percentile of its values, so a few extreme entries (one long vector) do not darken the rest.
 # ```
 #
 # ```{glue:figure} fig_paper_init
@@ -191,7 +192,8 @@ plt.close(fig)
 #
 # Dot products between position vectors after pretraining for the {glue:text}`n_others` maps of
 # profile {glue:text}`profile_name` not in {numref}`fig-paper-trained`: APE maps over positions,
-# RPE maps over offsets (first layer). Each panel has its own colour scale.
+# RPE maps over offsets (first layer). Each panel has its own colour scale, spanning the 2nd to
+# 98th percentile of its values.
 # ```
 #
 # The fixed sinusoidal maps do not change with training; they are the reference the learnable

@@ -59,6 +59,10 @@ from pe_lib.errors import InputError, PeLibError
 from pe_lib.io import atomic_write_text
 
 
+#: The published book's profile: ``pe-lib book`` builds it by default (``make book`` from the
+#: committed results only), ``make colab`` writes its parameters into the Colab notebooks.
+DEFAULT_PROFILE = "cpu"
+
 #: Per-profile parameter overrides, per notebook (file stem); the chapters themselves are the
 #: notebooks/ folder, each listed in _toc.yml (checked by every build). A notebook's own defaults are the
 #: smoke profile's values, so ``papermill book/X.ipynb out.ipynb -p seed 1`` reruns a smoke-built
@@ -495,7 +499,7 @@ def compare_glued(before: dict, after: dict) -> list[str]:
     return lines
 
 
-def build(profile: str = "smoke", only: str | None = None, html: bool = True, root: Path = ROOT,
+def build(profile: str = DEFAULT_PROFILE, only: str | None = None, html: bool = True, root: Path = ROOT,
           compute: bool = True, stored_only: bool = False) -> Path | None:
     """Compute missing results (``compute``), execute the (selected) notebooks, then build the HTML;
     return the index page (or None). ``stored_only``: compute nothing, neither first nor in a
@@ -565,8 +569,8 @@ def _stored_only_kernels(on: bool):
 
 
 def configure(parser) -> None:
-    parser.add_argument("--profile", default="smoke", choices=sorted(BOOK_PROFILES),
-                        help="parameter values for the notebooks (default: smoke)")
+    parser.add_argument("--profile", default=DEFAULT_PROFILE, choices=sorted(BOOK_PROFILES),
+                        help=f"parameter values for the notebooks (default: {DEFAULT_PROFILE})")
     parser.add_argument("--only", metavar="NOTEBOOK", help="execute only this notebook (e.g. 01_properties)")
     parser.add_argument("--no-html", action="store_true", help="execute the notebooks but do not build the HTML")
     computing = parser.add_mutually_exclusive_group()

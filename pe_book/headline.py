@@ -5,10 +5,13 @@ The figure is the paper's (learned dot products of position and offset vectors a
 pretraining, chapter 04); the table is the verdict on each of the paper's claims with its smallest
 and largest effect and their intervals, its mean difference and the smallest effect the seeds
 could detect, followed by the best variant against the baselines (chapter 08). Nothing is
-computed: a profile whose results are incomplete is refused.
+computed: a profile whose results are incomplete is refused. ``pe-lib publish readme --check``
+(in ``make check-keys``) fails when the README's block or figure is no longer what the results
+and this code give.
 """
 from __future__ import annotations
 
+import io
 import math
 from pathlib import Path
 
@@ -18,7 +21,7 @@ import pandas as pd
 from pe_book import plots
 from pe_book.chapters import dot_products, findings
 from pe_book.publish import PublishError, pages_url, repository_url
-from pe_lib.io import atomic_write_text
+from pe_lib.io import atomic_write_bytes, atomic_write_text
 
 START, END = "<!-- headline:start -->", "<!-- headline:end -->"
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,18 +65,18 @@ def headline_block(runner, figure: str) -> str:
     ])
 
 
-def write_figure(runner, path: Path) -> None:
-    """The paper's figure (chapter 04, after pretraining) as a PNG at ``path`` (written atomically)."""
+def figure_png(runner) -> bytes:
+    """The paper's figure (chapter 04, after pretraining) as PNG bytes."""
     fig = plots.position_maps(dot_products.compute(runner).panels("trained"), ncols=3, size=(10 / 3, 3.5))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    part = path.with_name(f".{path.name}.part")
-    fig.savefig(part, format="png", dpi=80)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=80)
     plt.close(fig)
-    part.replace(path)
+    return buffer.getvalue()
 
 
-def update_readme(runner, root: Path = ROOT) -> Path:
-    """Rewrite the headline block of ``root/README.md`` and its figure from ``runner``'s complete store."""
+def rendered(runner, root: Path = ROOT) -> tuple[str, Path, bytes]:
+    """What ``root/README.md`` and its figure should hold for ``runner``'s complete store: the
+    README's text, the figure's path and its bytes."""
     readme, profile = root / "README.md", runner.profile.name
     text = readme.read_text()
     if text.count(START) != 1 or text.count(END) != 1 or text.index(START) > text.index(END):
@@ -83,7 +86,26 @@ def update_readme(runner, root: Path = ROOT) -> Path:
         raise PublishError(f"the results of profile {profile} are incomplete ({missing} artifacts to compute): "
                            f"run `pe-lib run --profile {profile}` first")
     figure = Path("book") / "_static" / f"headline-{profile}.png"
-    write_figure(runner, root / figure)
     block = headline_block(runner, figure.as_posix())
-    atomic_write_text(readme, text[:text.index(START)] + block + text[text.index(END) + len(END):])
-    return readme
+    return text[:text.index(START)] + block + text[text.index(END) + len(END):], root / figure, figure_png(runner)
+
+
+def update_readme(runner, root: Path = ROOT) -> Path:
+    """Rewrite the headline block of ``root/README.md`` and its figure from ``runner``'s complete store."""
+    text, figure, png = rendered(runner, root)
+    figure.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(figure, png)
+    atomic_write_text(root / "README.md", text)
+    return root / "README.md"
+
+
+def check_readme(runner, root: Path = ROOT) -> None:
+    """Refuse a README whose headline block or figure is not what ``runner``'s store gives now (the
+    results or the code that summarises them changed since ``pe-lib publish readme``)."""
+    text, figure, png = rendered(runner, root)
+    profile = runner.profile.name
+    stale = [name for name, same in (("table", text == (root / "README.md").read_text()),
+                                     (figure.name, figure.exists() and figure.read_bytes() == png)) if not same]
+    if stale:
+        raise PublishError(f"the README's headline ({' and '.join(stale)}) is not what results/{profile} gives; "
+                           f"run `pe-lib publish readme --profile {profile}` and commit README.md and {figure.relative_to(root)}")

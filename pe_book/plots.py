@@ -57,8 +57,9 @@ def heatmaps(maps: Mapping[str, object], ncols: int | None = None, size: float =
 
 def position_map(ax, matrix, title: str, kind: str) -> None:
     """One dot-product map on ``ax``: absolute maps (``kind`` ``"ape"``) by position, relative
-    ones (``"rpe"``) labelled by offset from -k to k."""
-    sns.heatmap(matrix.astype(float), ax=ax, cmap="viridis", square=True, cbar=False,
+    ones (``"rpe"``) labelled by offset from -k to k. Its colours span the 2nd to 98th percentile
+    of its values (robust), so a few extreme entries (one long vector) do not darken the rest."""
+    sns.heatmap(matrix.astype(float), ax=ax, cmap="viridis", square=True, cbar=False, robust=True,
                 xticklabels=False, yticklabels=False)
     ax.set_title(title, fontsize=9)
     n = matrix.shape[0]

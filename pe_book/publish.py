@@ -23,6 +23,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from pe_book.book import DEFAULT_PROFILE
 from pe_lib.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -114,7 +115,7 @@ def colab_notebook(source: Path, repository: str, commit: str, parameters: dict[
     return nb
 
 
-def write_colab_notebooks(out: Path, commit: str, profile: str = "smoke", root: Path = ROOT) -> list[Path]:
+def write_colab_notebooks(out: Path, commit: str, profile: str, root: Path = ROOT) -> list[Path]:
     """One Colab notebook per chapter, ``out/book/<chapter>.ipynb`` (the branch ``colab``'s layout)."""
     import nbformat
 
@@ -139,13 +140,17 @@ def configure(parser) -> None:
     colab = sub.add_parser("colab", help="write the Colab notebooks of the chapters (the branch colab's files)")
     colab.add_argument("--commit", required=True, help="the 40-digit commit the book was built from")
     colab.add_argument("--out", required=True, help="folder to write book/<chapter>.ipynb into")
-    colab.add_argument("--profile", default="smoke", help="the published book's profile (its page parameters)")
+    colab.add_argument("--profile", default=DEFAULT_PROFILE,
+                       help=f"the published book's profile, its chapters' parameters (default: {DEFAULT_PROFILE})")
     check = sub.add_parser("check", help="refuse a repository URL that is not the repository being published")
     check.add_argument("--github-repository", help="<owner>/<name> (default: $GITHUB_REPOSITORY)")
     sub.add_parser("url", help="print the repository URL and the book's address")
     readme = sub.add_parser("readme", help="write the README's headline figure and table from a profile's complete results")
-    readme.add_argument("--profile", default="cpu", help="the profile whose committed results are shown (default: cpu)")
+    readme.add_argument("--profile", default=DEFAULT_PROFILE,
+                        help=f"the profile whose committed results are shown (default: {DEFAULT_PROFILE})")
     readme.add_argument("--results", default="results", help="artifact store folder (default: results/)")
+    readme.add_argument("--check", action="store_true",
+                        help="write nothing: fail unless the README's headline and figure are what the results give")
 
 
 def run(args) -> int:
@@ -156,9 +161,13 @@ def run(args) -> int:
             print(path)
     elif args.action == "readme":
         from pe_book.chapters.common import open_runner
-        from pe_book.headline import update_readme
+        from pe_book.headline import check_readme, update_readme
 
-        print(update_readme(open_runner(args.profile, args.results)))
+        if args.check:
+            check_readme(open_runner(args.profile, args.results))
+            print(f"README.md: the headline is what results/{args.profile} gives")
+        else:
+            print(update_readme(open_runner(args.profile, args.results)))
     elif args.action == "check":
         url = repository_url()
         check_repository(url, args.github_repository or os.environ.get("GITHUB_REPOSITORY"))

@@ -41,14 +41,19 @@ def content_key(payload: Any, length: int = 12) -> str:
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` through a temporary sibling file, fsync, then ``os.replace``."""
+    """Write ``text`` (UTF-8) through a temporary sibling file, fsync, then ``os.replace``."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` through a temporary sibling file, fsync, then ``os.replace``."""
     path = Path(path)
     with explain_unwritable(str(path.parent)):
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)

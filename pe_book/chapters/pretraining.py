@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -33,6 +34,32 @@ def final_losses(results: Mapping[str, Mapping], parameters: Mapping[str, int] |
         rows.append(row)
     table = pd.DataFrame(rows).set_index("variant")
     return table.sort_values("validation loss", kind="stable")
+
+
+def rank_of(final: pd.DataFrame, variant: str) -> dict:
+    """``rank`` ("3 of 17", or "not run") and validation ``loss`` (NaN) of ``variant`` in
+    :func:`final_losses`'s table."""
+    if variant not in final.index:
+        return {"rank": "not run", "loss": math.nan}
+    return {"rank": f"{list(final.index).index(variant) + 1} of {len(final)}", "loss": final.loc[variant, "validation loss"]}
+
+
+def machine_name(hardware: Mapping) -> str:
+    """A machine in words (an artifact's ``provenance["hardware"]``): CPU model, its fast-bf16
+    extension (AMX, AVX512-BF16) if any, cores and GPU."""
+    isa = hardware.get("isa", [])
+    extension = " with AMX" if "amx_bf16" in isa else " with AVX512-BF16" if "avx512_bf16" in isa else ""
+    gpu = f", GPU {hardware['gpu']}" if hardware.get("gpu") else ""
+    return f"{hardware['cpu']}{extension}, {hardware['cores']} cores{gpu}"
+
+
+def machines_text(provenances: Sequence[Mapping]) -> str:
+    """The machines that computed ``provenances``, most used first, each with how many it computed
+    (a long run falls on whatever machine each session gets)."""
+    counts = Counter(machine_name(p["hardware"]) for p in provenances)
+    if len(counts) == 1:
+        return next(iter(counts))
+    return "; ".join(f"{name} ({n})" for name, n in counts.most_common())
 
 
 def count_parameters(model_config: Mapping) -> int:
@@ -107,15 +134,14 @@ def compute(runner, variants: Sequence[str] = ()) -> Pretraining:
         "setup_tokens_m": setup["tokens"] / 1e6, "setup_wall_min": setup["wall_s"] / 60,
         "params_min": min(parameters.values()) / 1e6, "params_max": max(parameters.values()) / 1e6,
         "precision": ", ".join(sorted({str(r.get("precision")) for r in outcomes.values()})),
-        "hardware_cpu": first["hardware"]["cpu"], "hardware_cores": first["hardware"]["cores"],
-        "hardware_gpu": first["hardware"]["gpu"] or "none", "torch_version": first["versions"]["torch"],
+        "machines": machines_text([a.provenance for a in artifacts.values()]),
+        "torch_version": ", ".join(sorted({a.provenance["versions"]["torch"] for a in artifacts.values()})),
         "git_commit": ", ".join(sorted({a.provenance["git_commit"][:12] for a in artifacts.values()})),
         "log_vocab": math.log(setup["vocab_size"]), "unigram_loss": unigram["validation_loss"],
         "unigram_tokens": unigram["tokens"],
         "best_variant": ranked[0], "best_loss": loss.iloc[0], "worst_variant": ranked[-1], "worst_loss": loss.iloc[-1],
         "loss_range": loss.iloc[-1] - loss.iloc[0],
-        "none_rank": f"{ranked.index('none') + 1} of {len(ranked)}" if "none" in ranked else "not run",
-        "none_loss": final.loc["none", "validation loss"] if "none" in final.index else math.nan,
+        **{f"{variant}_{field}": value for variant in ("none", "alibi") for field, value in rank_of(final, variant).items()},
         "below_unigram": f"{int((loss < unigram['validation_loss']).sum())} of {len(final)}",
         "unigram_margin": unigram["validation_loss"] - loss.iloc[0],
     }

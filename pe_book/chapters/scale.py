@@ -260,9 +260,12 @@ def cpu_spending(runner: Runner, cpu: Runner) -> str:
     unknown = f", and {int(rest['unknown'])} artifacts have no measured rate yet" if rest["unknown"] else ""
     spent = costs.spent_hours(cpu.store)
     total = spent + rest["hours"]
+    against = f"{'within' if total <= CPU_HOURS else 'over'} the {CPU_HOURS:g} hours asked"
+    if stored == len(planned):
+        return f"{spent:.1f} hours for all {stored} artifacts (the sum of their recorded wall times), {against}"
     return (f"{spent:.1f} hours for the {stored} of {len(planned)} artifacts stored; the other "
-            f"{len(planned) - stored} are estimated at {rest['hours']:.1f} hours{unknown}: {total:.1f} hours in all, "
-            f"{'within' if total <= CPU_HOURS else 'over'} the {CPU_HOURS:g} hours asked")
+            f"{len(planned) - stored} are estimated at {rest['hours']:.1f} hours (at the rates its own artifacts "
+            f"measured, the study's where it has none yet){unknown}: {total:.1f} hours in all, {against}")
 
 
 def shared_models_text(models: pd.DataFrame, cpu_models: pd.DataFrame | None, tokens: int) -> str:

@@ -27,6 +27,20 @@ def test_the_headline_replaces_the_block_and_nothing_else(store, root, monkeypat
     assert (root / "README.md").read_text() == text, "a second run writes the same README"
 
 
+def test_the_check_refuses_a_headline_the_results_no_longer_give(store, root, monkeypatch):
+    monkeypatch.setattr(headline, "ROOT", root)
+    headline.update_readme(store, root)
+    headline.check_readme(store, root)  # just written: what the store gives
+    readme, figure = root / "README.md", root / "book" / "_static" / "headline-test.png"
+    readme.write_text(readme.read_text().replace("| Fully learnable APE", "| Fully learned APE"))
+    with pytest.raises(PublishError, match=r"headline \(table\) is not what results/test gives; run `pe-lib publish readme"):
+        headline.check_readme(store, root)
+    headline.update_readme(store, root)
+    figure.write_bytes(figure.read_bytes()[:-1])
+    with pytest.raises(PublishError, match=r"headline \(headline-test.png\) is not"):
+        headline.check_readme(store, root)
+
+
 def test_markers_and_a_complete_store_are_required(store, root, tmp_path):
     (root / "README.md").write_text("# no markers\n")
     with pytest.raises(PublishError, match="needs one '<!-- headline:start -->' line"):

@@ -63,6 +63,20 @@ def test_the_workflow_builds_deploys_and_tests_with_the_makefile_targets():
     assert any(u.startswith("actions/deploy-pages") for u in uses)
 
 
+def _make_book(*args: str) -> str:
+    """The command `make book ARGS` would run (make -n)."""
+    return subprocess.run(["make", "-n", "book", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+
+
+def test_make_book_builds_the_published_profile_from_the_committed_results():
+    assert f"book --profile {book.DEFAULT_PROFILE} --stored-only" in _make_book()
+    assert "--stored-only" not in _make_book("PROFILE=smoke")  # the smoke book computes its results
+    assert "--stored-only" not in _make_book("STORED_ONLY=")
+    assert f"--profile {book.DEFAULT_PROFILE}" in subprocess.run(
+        ["make", "-n", "colab", f"COMMIT={COMMIT}"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert book.DEFAULT_PROFILE in book.BOOK_PROFILES
+
+
 def test_a_colab_notebook_is_the_chapter_after_one_cell():
     source = ROOT / "notebooks" / "03_pretraining.py"
     nb = publish.colab_notebook(source, "https://github.com/o/r", COMMIT, {"profile": "cpu"})

@@ -231,6 +231,9 @@ def test_scale_prices_the_cpu_profile_at_each_budget(store):
     assert row["to compute"] > 0 and row["total (h)"] > 0 and row["without a measured rate"] == 0
     assert re.fullmatch(r"256 tokens \(4 steps\): \d+\.\d hours", study.cited["cpu_affordable"])  # hours: as fast as this machine
     assert scale.largest_affordable(study.cpu_costs, hours=0.0) == "none of the budgets fits 0 hours"
+    assert re.fullmatch(r"\d+\.\d hours for the \d+ of \d+ artifacts stored; the other \d+ are estimated at \d+\.\d hours "
+                        r"\(at the rates its own artifacts measured, the study's where it has none yet\): \d+\.\d hours "
+                        r"in all, within the \d+ hours asked", study.cited["cpu_spending"])
 
 
 def test_scale_compares_the_cpu_profile_budget_recipe_and_own_models_with_the_study(store):
@@ -240,8 +243,8 @@ def test_scale_compares_the_cpu_profile_budget_recipe_and_own_models_with_the_st
     assert itself.cpu_criteria.drop(columns="a_null_rate").equals(itself.criteria.drop(columns="a_null_rate"))
     assert itself.cited["cpu_a_chance"] == f"{scale.separation_chance(1, 1):.3f}"
     planned = len(store.plan())
-    assert re.fullmatch(rf"(\d+\.\d) hours for the {planned} of {planned} artifacts stored; the other 0 are estimated at 0\.0 "
-                        rf"hours: \1 hours in all, within the {scale.CPU_HOURS:g} hours asked", itself.cited["cpu_spending"])
+    assert re.fullmatch(rf"\d+\.\d hours for all {planned} artifacts \(the sum of their recorded wall times\), "
+                        rf"within the {scale.CPU_HOURS:g} hours asked", itself.cited["cpu_spending"])
     assert itself.cited["cpu_below"] == "the study stores no smaller budget"
     own = scale.stored_finetunings(store, ["none", "ape-learned"], ["sst2"], 4, "the profile's")
     assert list(own.variant) == ["none", "ape-learned"] and own["training examples"].eq(16).all()

@@ -39,3 +39,13 @@ def test_count_parameters_matches_a_real_model():
               "intermediate_size": 32, "max_position_embeddings": 16, "position_embedding": "ape-learned+rpe-learned"}
     real = PEBertForMaskedLM(PEBertConfig(**config))
     assert pretraining.count_parameters(config) == sum(p.numel() for p in real.parameters())
+
+
+def test_machines_text_names_every_machine_with_its_count():
+    intel = {"cpu": "Intel(R) Xeon(R) Processor", "isa": ["avx512f", "avx512_bf16", "amx_bf16"], "cores": 2, "gpu": None}
+    amd = {"cpu": "AMD EPYC", "isa": ["avx512f", "avx512_bf16"], "cores": 2, "gpu": None}
+    assert pretraining.machines_text([{"hardware": intel}] * 2) == "Intel(R) Xeon(R) Processor with AMX, 2 cores"
+    text = pretraining.machines_text([{"hardware": amd}, {"hardware": intel}, {"hardware": intel}])
+    assert text == "Intel(R) Xeon(R) Processor with AMX, 2 cores (2); AMD EPYC with AVX512-BF16, 2 cores (1)"
+    gpu = pretraining.machine_name({"cpu": "x", "isa": [], "cores": 16, "gpu": "NVIDIA H200"})
+    assert gpu == "x, 16 cores, GPU NVIDIA H200"
