@@ -313,9 +313,9 @@ study.cpu_costs.style.format({"tokens": "{:,.0f}", "pretraining (h)": "{:.1f}", 
 # | (c) best classification average 10 points above the best constant | {glue:text}`cpu_study_c` | {glue:text}`cpu_own_c` |
 #
 # The profile was to take at most {glue:text}`cpu_hours` hours on this 2-core machine. Its run:
-# {glue:text}`cpu_spending`. It is chosen over the hours because nothing within them decides: below its budget,
-# {glue:text}`cpu_below`; and fine-tuning on fewer examples leaves its models at chance (the
-# screen above). The run goes in chunks over several sessions, each committing what it finished.
+# {glue:text}`cpu_spending`. It is chosen over the hours because nothing within them decides:
+# below its budget, {glue:text}`cpu_below`; and fine-tuning on fewer examples leaves its models at
+# chance (the screen above). The run goes in chunks over several sessions, each committing what it finished.
 #
 # The cpu profile's own numbers behind its verdicts are below. Where the cpu profile trained a model
 # the study also kept at this budget (the same variant and pretraining seed), the two are two
