@@ -10,7 +10,7 @@ import pandas as pd
 
 from pe_book import claims, stats, tables
 from pe_book.chapters import common
-from pe_book.experiments.baselines import LABELS, baseline_payloads, best_constant_scores
+from pe_book.experiments.baselines import LABELS, baseline_payloads
 from pe_book.experiments.profiles import GPU, Profile
 from pe_lib.data.tasks import get_task
 from pe_lib.positions import parse_variant, resolve_variants
@@ -73,10 +73,10 @@ def compute(runner, variants: Sequence[str] = (), seeds: Sequence[int] = (), spl
     finetuned = common.finetuned_payloads(runner, names, specs, seed_list)
     per_seed = tables.per_seed_scores(tables.score_records(finetuned, kinds, split), groups)
     validation = tables.per_seed_scores(tables.score_records(finetuned, kinds, "validation"), groups)
-    baselines = best_constant_scores(runner, list(specs), groups, split)
     floor = tables.per_seed_scores(tables.score_records(baseline_payloads(runner, list(specs)), kinds, split), groups)
     floor = floor.droplevel(["pretrain_seed", "seed"])  # one deterministic run per baseline
     floor = floor.reindex([label for label in LABELS.values() if label in floor.index])
+    baselines = {column: float(score) for column, score in floor.loc[LABELS["constant"]].dropna().items()}  # best constant
     scores = tables.summarise(per_seed[list(groups)]).xs("mean", axis=1, level=1)
     analyses = {name: runner.ensure_analysis(name).payload for name in names}
     indicators = tables.indicator_table(analyses, "trained", "probe", layer)
