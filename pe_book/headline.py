@@ -93,8 +93,7 @@ def rendered(runner, root: Path = ROOT) -> tuple[str, Path, bytes]:
 def update_readme(runner, root: Path = ROOT) -> Path:
     """Rewrite the headline block of ``root/README.md`` and its figure from ``runner``'s complete store."""
     text, figure, png = rendered(runner, root)
-    figure.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(figure, png)
+    atomic_write_bytes(figure, png)  # creates the folder
     atomic_write_text(root / "README.md", text)
     return root / "README.md"
 
