@@ -138,11 +138,11 @@ plt.close(fig)
 # above it). The lowest is
 # {glue:text}`best_variant`'s ({glue:text}`best_loss:.3f`), the highest
 # {glue:text}`worst_variant`'s ({glue:text}`worst_loss:.3f`), a range of
-# {glue:text}`loss_range:.3f` nats. BERT without any position embedding ranks
-# {glue:text}`none_rank` (loss {glue:text}`none_loss:.3f`): a masked word can often be guessed
+# {glue:text}`loss_range:.3f` nats. BERT without any position embedding
+# {glue:text}`none_standing`: a masked word can often be guessed
 # from the bag of the other words, so the language-model loss alone says little about how well a
-# position embedding serves the tasks of the next chapters. ALiBi ranks {glue:text}`alibi_rank`
-# (loss {glue:text}`alibi_loss:.3f`). It was made for causal language models, whose mask tells a
+# position embedding serves the tasks of the next chapters. ALiBi {glue:text}`alibi_standing`.
+# It was made for causal language models, whose mask tells a
 # word which words come before it; in a bidirectional encoder its bias $-m\,|j - i|$ is symmetric
 # (chapter 1): it tells a word how far another word is, never on which side. That may be why it
 # trails the best variant; this book does not test it.

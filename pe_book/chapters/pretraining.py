@@ -36,12 +36,13 @@ def final_losses(results: Mapping[str, Mapping], parameters: Mapping[str, int] |
     return table.sort_values("validation loss", kind="stable")
 
 
-def rank_of(final: pd.DataFrame, variant: str) -> dict:
-    """``rank`` ("3 of 17", or "not run") and validation ``loss`` (NaN) of ``variant`` in
-    :func:`final_losses`'s table."""
+def standing(final: pd.DataFrame, variant: str) -> str:
+    """Where ``variant`` stands in :func:`final_losses`'s table, as the rest of a sentence that
+    starts with its name: "ranks 3 of 17 (loss 4.123)", or "was not run here"."""
     if variant not in final.index:
-        return {"rank": "not run", "loss": math.nan}
-    return {"rank": f"{list(final.index).index(variant) + 1} of {len(final)}", "loss": final.loc[variant, "validation loss"]}
+        return "was not run here"
+    rank = list(final.index).index(variant) + 1
+    return f"ranks {rank} of {len(final)} (loss {final.loc[variant, 'validation loss']:.3f})"
 
 
 def machine_name(hardware: Mapping) -> str:
@@ -141,7 +142,7 @@ def compute(runner, variants: Sequence[str] = ()) -> Pretraining:
         "unigram_tokens": unigram["tokens"],
         "best_variant": ranked[0], "best_loss": loss.iloc[0], "worst_variant": ranked[-1], "worst_loss": loss.iloc[-1],
         "loss_range": loss.iloc[-1] - loss.iloc[0],
-        **{f"{variant}_{field}": value for variant in ("none", "alibi") for field, value in rank_of(final, variant).items()},
+        "none_standing": standing(final, "none"), "alibi_standing": standing(final, "alibi"),
         "below_unigram": f"{int((loss < unigram['validation_loss']).sum())} of {len(final)}",
         "unigram_margin": unigram["validation_loss"] - loss.iloc[0],
     }

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from pe_book.book import DEFAULT_PROFILE
 from pe_book.commands.common import add_profile, positive_int
 from pe_lib.errors import InputError
 
@@ -26,7 +27,7 @@ TIMING_KEYS = frozenset({"wall_s", "elapsed_s", "tokens_per_s"})
 
 def configure(parser) -> None:
     parser.add_argument("--variant", required=True, help="the variant to recompute, e.g. ape-learned")
-    add_profile(parser)
+    add_profile(parser, default=DEFAULT_PROFILE)  # the profile whose results are committed
     parser.add_argument("--results", default="results", help="the committed artifact store (default: results/)")
     parser.add_argument("--scratch", help="folder for the recomputation (default: a temporary folder, removed after)")
     parser.add_argument("--pretrain-seeds", type=positive_int, metavar="N",

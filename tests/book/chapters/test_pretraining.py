@@ -19,6 +19,8 @@ def test_curve_frame_and_final_losses():
     assert list(table.index) == ["b", "a"]
     assert table.loc["a", "perplexity"] == pytest.approx(math.exp(2.5))
     assert table.loc["b", "parameters"] == 8
+    assert pretraining.standing(table, "a") == "ranks 2 of 2 (loss 2.500)"
+    assert pretraining.standing(table, "none") == "was not run here"
 
 
 def test_pretraining_setup_counts_tokens_and_sums_wall_time():

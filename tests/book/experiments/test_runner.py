@@ -270,6 +270,17 @@ def test_verify_can_recompute_only_the_first_pretraining_seeds(runner, profile, 
         first_seeds(two, "ape-learned", 3)
 
 
+def test_verify_defaults_to_the_published_profile():
+    """The committed results are the published profile's: ``pe-lib verify --variant V`` checks them."""
+    from pe_book.book import DEFAULT_PROFILE
+    from pe_book.cli import build_parser_for
+
+    argv = ["verify", "--variant", "ape-learned"]
+    assert build_parser_for(argv).parse_args(argv).profile == DEFAULT_PROFILE
+    argv = ["run", "--dry-run"]
+    assert build_parser_for(argv).parse_args(argv).profile == "smoke"
+
+
 def test_keys_ignore_library_versions(runner, monkeypatch):
     import transformers.configuration_utils
 
