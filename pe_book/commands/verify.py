@@ -5,13 +5,14 @@ Everything the runner computes for the variant (pretraining, analysis, extrapola
 ``--pretrain-seeds N``: of its first N pretrained models only) is recomputed into a scratch folder, with a scratch work folder (no checkpoint or token block is
 reused; the data cache is). Each committed artifact is then compared number by number with its
 recomputed twin: payload values and arrays, all but wall-clock timings. On the machine type that
-produced the committed results the two are identical; elsewhere each difference is printed.
+produced the committed results the two are identical; elsewhere each difference is printed, after a
+warning that names the variants the store holds from this machine's type.
 """
 from __future__ import annotations
 
 import math
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import numpy as np
 from pe_book.book import DEFAULT_PROFILE
 from pe_book.commands.common import add_profile, positive_int
 from pe_lib.errors import InputError
+from pe_lib.io import read_json
 
 #: Payload keys that measure time, not results: never compared.
 TIMING_KEYS = frozenset({"wall_s", "elapsed_s", "tokens_per_s"})
@@ -56,19 +58,32 @@ def first_seeds(profile, variant: str, n: int):
     return profile.with_overrides(pretrain_seeds_by_variant={**profile.pretrain_seeds_by_variant, variant: n})
 
 
-def verify_variant(committed, fresh, variant: str, out=print) -> int:
+def verify_variant(committed, fresh, variant: str, out=print, machine: Mapping | None = None) -> int:
     """Recompute ``variant`` (and the profile's baselines) with the ``fresh`` runner (an empty store
-    and work folder) and compare each artifact that ``committed`` holds; print a line per artifact and per difference (at most
-    20 each); return the number of differences."""
+    and work folder) and compare each artifact that ``committed`` holds; print the machines, a line
+    per artifact and per difference (at most 20 each); return the number of differences.
+    ``machine``: this machine's :func:`~pe_book.experiments.store.hardware` record (default: read)."""
+    from pe_book.chapters.pretraining import machine_name, machines_text
+    from pe_book.experiments.store import hardware, same_machine_type
+
+    machine = hardware() if machine is None else machine
     planned = committed.plan([variant])
-    stored = [a for a in planned if a.stored]
+    stored = [(a, _load(committed, a)) for a in planned if a.stored]
     if not stored:
         raise InputError(f"nothing of {variant!r} is committed in {committed.store.root}; "
                          f"run `pe-lib run --profile {committed.profile.name} --dry-run` to see what is")
+    own = [found.provenance for a, found in stored if a.variant == variant]
+    out(f"committed: computed on {machines_text(own)}")
+    out(f"this machine: {machine_name(machine)}")
+    if not all(same_machine_type(p["hardware"], machine) for p in own):
+        here = variants_computed_on(committed.store, machine)
+        out(f"warning: {variant} was computed on another machine type; its floating-point kernels differ from this "
+            "one's, so expect differences that grow through training. Bit-identical results are promised on the "
+            f"type that computed them; of this store, {', '.join(here) if here else 'no variant'} was computed on this one.")
     fresh.run([variant])
     differences = 0
-    for artifact in stored:
-        diffs = list(compare(_load(committed, artifact), _load(fresh, artifact)))
+    for artifact, found in stored:
+        diffs = list(compare(_compared(found), _compared(_load(fresh, artifact))))
         differences += len(diffs)
         out(f"{artifact.stage:28s} {'identical' if not diffs else f'{len(diffs)} differences'}")
         for path, a, b in diffs[:20]:
@@ -79,11 +94,28 @@ def verify_variant(committed, fresh, variant: str, out=print) -> int:
     return differences
 
 
-def _load(runner, artifact) -> dict[str, Any]:
+def variants_computed_on(store, machine: Mapping) -> list[str]:
+    """The variants of ``store`` whose every pretraining was computed on ``machine``'s type."""
+    from pe_book.experiments.store import same_machine_type
+
+    types: dict[str, set[bool]] = {}
+    for folder in store.artifact_folders():
+        if folder.name.startswith("pretrain-"):
+            hardware = read_json(folder / "artifact.json")["provenance"]["hardware"]
+            types.setdefault(folder.parent.name, set()).add(same_machine_type(hardware, machine))
+    return sorted(variant for variant, same in types.items() if same == {True})
+
+
+def _load(runner, artifact):
     found = runner.store.load(artifact.variant, artifact.stage, artifact.config)
     if found is None:
         raise InputError(f"{artifact.stage} of {artifact.variant} was not recomputed under the same key")
-    return {"payload": found.payload, "arrays": found.arrays}
+    return found
+
+
+def _compared(artifact) -> dict[str, Any]:
+    """What of an artifact is a result (its provenance is not)."""
+    return {"payload": artifact.payload, "arrays": artifact.arrays}
 
 
 def compare(committed: Any, recomputed: Any, path: str = "") -> Iterator[tuple[str, Any, Any]]:

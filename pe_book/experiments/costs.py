@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from pe_book.experiments.runner import PlannedArtifact, Runner
-from pe_book.experiments.store import Store, hardware
+from pe_book.experiments.store import Store, hardware, same_machine_type
 from pe_lib.training.pretrain import latest_checkpoint
 
 
@@ -50,10 +50,6 @@ def stage_kind(stage: str) -> str:
     return stage.split("-")[0]
 
 
-#: The fields of an artifact's ``provenance["hardware"]`` that make a machine type (for its rates).
-MACHINE_TYPE = ("cpu", "isa", "cores", "torch_threads", "gpu")
-
-
 def measured_rates(store: Store, machine: dict | None = None) -> Rates:
     """The rates of every artifact in ``store`` (see the module docstring); with ``machine`` (a
     :func:`~pe_book.experiments.store.hardware` record), only of those computed on its type."""
@@ -61,7 +57,7 @@ def measured_rates(store: Store, machine: dict | None = None) -> Rates:
     for folder in store.artifact_folders():
         document = json.loads((folder / "artifact.json").read_text())
         payload, provenance = document["payload"], document["provenance"]
-        if machine is not None and any(provenance["hardware"].get(k) != machine.get(k) for k in MACHINE_TYPE):
+        if machine is not None and not same_machine_type(provenance["hardware"], machine):
             continue
         kind = stage_kind(folder.name)
         if kind == "pretrain":

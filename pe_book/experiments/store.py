@@ -15,6 +15,7 @@ import os
 import platform
 import subprocess
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,15 @@ def hardware() -> dict[str, Any]:
     return {"cpu": cpu, "isa": [f for f in ISA_FLAGS if f in flags], "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
             "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(), "gpu": gpu,
             "python": platform.python_version(), "platform": platform.platform()}
+
+
+#: The fields of :func:`hardware` that make a machine type: the same type gives the same bits.
+MACHINE_TYPE = ("cpu", "isa", "cores", "torch_threads", "gpu")
+
+
+def same_machine_type(a: Mapping, b: Mapping) -> bool:
+    """Whether two :func:`hardware` records are of one machine type."""
+    return all(a.get(k) == b.get(k) for k in MACHINE_TYPE)
 
 
 def versions() -> dict[str, str]:

@@ -15,7 +15,9 @@ from pe_lib.errors import InputError
 from pe_lib.io import LockedError
 from pe_book.experiments import runner as runner_module
 from pe_book.experiments.profiles import SMOKE, get_profile
+from pe_book.chapters.pretraining import machine_name
 from pe_book.experiments.runner import MissingResult, Runner
+from pe_book.experiments.store import hardware
 from pe_lib.training.pretrain import MLMData, PretrainConfig
 
 WORDS = "good bad film plot the was a cat dog sat".split()
@@ -244,13 +246,32 @@ def test_verify_recomputes_a_variant_identically_and_prints_each_difference(runn
 
     lines = []
     assert verify_variant(runner, fresh("a"), "ape-learned", out=lines.append) == 0
-    assert lines[-1] == "7 artifacts compared, 0 differences"  # the variant's 5 and the baselines' 2 and all("identical" in line for line in lines[:-1])
+    assert lines[-1] == "7 artifacts compared, 0 differences"  # the variant's 5 and the baselines' 2
+    here = machine_name(hardware())
+    assert lines[:2] == [f"committed: computed on {here}", f"this machine: {here}"]
+    assert len(lines) == 10 and all(line.endswith(" identical") for line in lines[2:-1]), lines
     artifact = runner.ensure_finetuned("ape-learned", "sst2", 1)
     changed = {**artifact.payload, "test": {k: v + 0.5 for k, v in artifact.payload["test"].items()}}
     runner.store.save("ape-learned", "finetune-sst2-p0-seed1", runner.finetune_config("ape-learned", "sst2", 1), changed, 0.0)
     lines.clear()
     assert verify_variant(runner, fresh("b"), "ape-learned", out=lines.append) == len(changed["test"])
     assert any(line.strip().startswith("payload.test.accuracy: committed") for line in lines), lines
+
+
+def test_verify_warns_when_the_results_come_from_another_machine_type(runner, profile, tmp_path):
+    from pe_book.commands.verify import variants_computed_on, verify_variant
+
+    runner.run(["ape-learned"])
+    other = {**hardware(), "cpu": "Another CPU", "isa": ["avx2"]}
+    assert variants_computed_on(runner.store, hardware()) == ["ape-learned"]
+    assert variants_computed_on(runner.store, other) == []
+    lines = []
+    fresh = Runner(profile, tmp_path / "results", tmp_path / "work", progress=False, tokenizer=runner.tokenizer,
+                   data=runner.mlm_data())
+    assert verify_variant(runner, fresh, "ape-learned", out=lines.append, machine=other) == 0
+    assert lines[1] == "this machine: Another CPU, {} cores".format(other["cores"])
+    assert lines[2].startswith("warning: ape-learned was computed on another machine type") and lines[2].endswith(
+        "of this store, no variant was computed on this one."), lines
 
 
 def test_verify_can_recompute_only_the_first_pretraining_seeds(runner, profile, tmp_path):
