@@ -4,9 +4,10 @@ the committed artifacts (``make verify-results VARIANT=...``).
 Everything the runner computes for the variant (pretraining, analysis, extrapolation, fine-tuning;
 ``--pretrain-seeds N``: of its first N pretrained models only) is recomputed into a scratch folder, with a scratch work folder (no checkpoint or token block is
 reused; the data cache is). Each committed artifact is then compared number by number with its
-recomputed twin: payload values and arrays, all but wall-clock timings. On the machine type that
-produced the committed results the two are identical; elsewhere each difference is printed, after a
-warning that names the variants the store holds from this machine's type.
+recomputed twin: payload values and arrays, all but wall-clock timings. Each difference is printed,
+a float's with how many float64 steps (ulp) it moved; on another machine type than the one that
+produced the committed results, after a warning that names the variants the store holds from this
+machine's type.
 """
 from __future__ import annotations
 
@@ -25,6 +26,10 @@ from pe_lib.io import read_json
 
 #: Payload keys that measure time, not results: never compared.
 TIMING_KEYS = frozenset({"wall_s", "elapsed_s", "tokens_per_s"})
+
+#: Two floats at most this many float64 steps apart differ by rounding (a reordered sum moves its
+#: result a few steps); a drift through training moves them by millions.
+ROUNDING_ULPS = 16
 
 
 def configure(parser) -> None:
@@ -81,17 +86,28 @@ def verify_variant(committed, fresh, variant: str, out=print, machine: Mapping |
             "one's, so expect differences that grow through training. Bit-identical results are promised on the "
             f"type that computed them; of this store, {', '.join(here) if here else 'no variant'} was computed on this one.")
     fresh.run([variant])
-    differences = 0
+    differences = rounding = 0
     for artifact, found in stored:
         diffs = list(compare(_compared(found), _compared(_load(fresh, artifact))))
+        steps = [ulps_apart(a, b) if isinstance(a, float) and isinstance(b, float) else None for _, a, b in diffs]
         differences += len(diffs)
+        rounding += sum(s is not None and s <= ROUNDING_ULPS for s in steps)
         out(f"{artifact.stage:28s} {'identical' if not diffs else f'{len(diffs)} differences'}")
-        for path, a, b in diffs[:20]:
-            out(f"    {path}: committed {a!r}, recomputed {b!r}")
+        for (path, a, b), s in list(zip(diffs, steps))[:20]:
+            out(f"    {path}: committed {a!r}, recomputed {b!r}" + (f" ({s} ulp)" if s is not None else ""))
     missing = len(planned) - len(stored)
     out(f"{len(stored)} artifacts compared, {differences} differences" +
+        (f", {rounding} of them rounding (floats at most {ROUNDING_ULPS} ulp apart)" if rounding else "") +
         (f" ({missing} planned artifacts are not committed)" if missing else ""))
     return differences
+
+
+def ulps_apart(a: float, b: float) -> int:
+    """How many float64 steps separate ``a`` and ``b`` (0 when equal; 1 for neighbours)."""
+    def ordered(x: float) -> int:  # the float64 bits as an integer that grows with x
+        bits = int(np.float64(x).view(np.int64))
+        return bits if bits >= 0 else -(bits & 0x7FFF_FFFF_FFFF_FFFF)
+    return abs(ordered(a) - ordered(b))
 
 
 def variants_computed_on(store, machine: Mapping) -> list[str]:

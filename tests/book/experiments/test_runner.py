@@ -16,6 +16,7 @@ from pe_lib.io import LockedError
 from pe_book.experiments import runner as runner_module
 from pe_book.experiments.profiles import SMOKE, get_profile
 from pe_book.chapters.pretraining import machine_name
+from pe_book.commands.verify import ROUNDING_ULPS, ulps_apart
 from pe_book.experiments.runner import MissingResult, Runner
 from pe_book.experiments.store import hardware
 from pe_lib.training.pretrain import MLMData, PretrainConfig
@@ -256,6 +257,21 @@ def test_verify_recomputes_a_variant_identically_and_prints_each_difference(runn
     lines.clear()
     assert verify_variant(runner, fresh("b"), "ape-learned", out=lines.append) == len(changed["test"])
     assert any(line.strip().startswith("payload.test.accuracy: committed") for line in lines), lines
+    assert lines[-1] == f"7 artifacts compared, {len(changed['test'])} differences"  # none of them rounding
+    rounded = {**artifact.payload, "test": {k: math.nextafter(v, 2.0) for k, v in artifact.payload["test"].items()}}
+    runner.store.save("ape-learned", "finetune-sst2-p0-seed1", runner.finetune_config("ape-learned", "sst2", 1), rounded, 0.0)
+    lines.clear()
+    assert verify_variant(runner, fresh("c"), "ape-learned", out=lines.append) == len(rounded["test"])
+    assert any(line.strip().startswith("payload.test.accuracy: committed") and line.endswith(" (1 ulp)") for line in lines)
+    assert lines[-1] == (f"7 artifacts compared, {len(rounded['test'])} differences, {len(rounded['test'])} of them "
+                         f"rounding (floats at most {ROUNDING_ULPS} ulp apart)")
+
+
+@pytest.mark.parametrize(("a", "b", "steps"), [(1.0, 1.0, 0), (1.0, math.nextafter(1.0, 2.0), 1),
+                                               (0.0, -0.0, 0), (-5e-324, 5e-324, 2), (-1.0, math.nextafter(-1.0, 0.0), 1),
+                                               (0.4800111410578715, 0.48001114105787146, 1)])
+def test_ulps_apart_counts_float64_steps_across_zero(a, b, steps):
+    assert ulps_apart(a, b) == ulps_apart(b, a) == steps
 
 
 def test_verify_warns_when_the_results_come_from_another_machine_type(runner, profile, tmp_path):
