@@ -50,18 +50,31 @@ ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16", "amx_t
 
 
 def hardware() -> dict[str, Any]:
-    """The machine, as provenance: the same type (CPU model, ``isa`` flags, threads) gives the same bits."""
-    cpu, flags = platform.processor() or platform.machine(), set()
+    """The machine, as provenance: the same type (CPU model, ``isa`` flags, threads) gives the same bits.
+    ``cpu_id`` (family and model) and ``blas`` (the kernel numpy's BLAS chose for this CPU, which moves
+    float64 statistics by a few ulp) say more of it, without entering the type."""
+    cpu, flags, cpu_id = platform.processor() or platform.machine(), set(), None
     try:
-        info = Path("/proc/cpuinfo").read_text().splitlines()
-        cpu = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
-        flags = set(next(line.split(":", 1)[1].split() for line in info if line.startswith("flags")))
-    except (OSError, StopIteration):
+        info = dict(line.split(":", 1) for line in Path("/proc/cpuinfo").read_text().split("\n\n")[0].splitlines() if ":" in line)
+        info = {key.strip(): value.strip() for key, value in info.items()}
+        cpu, flags = info["model name"], set(info["flags"].split())
+        cpu_id = f"family {info['cpu family']} model {info['model']}"
+    except (OSError, KeyError):
         pass
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
-    return {"cpu": cpu, "isa": [f for f in ISA_FLAGS if f in flags], "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+    return {"cpu": cpu, "cpu_id": cpu_id, "isa": [f for f in ISA_FLAGS if f in flags],
+            "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(), "blas": numpy_blas(),
             "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(), "gpu": gpu,
             "python": platform.python_version(), "platform": platform.platform()}
+
+
+def numpy_blas() -> str | None:
+    """numpy's BLAS and the kernel it chose for this CPU, e.g. ``openblas 0.3.31 SkylakeX``."""
+    from threadpoolctl import threadpool_info
+
+    libs = Path(np.__file__).parent.parent / "numpy.libs"  # where numpy's wheel keeps its BLAS (scipy's: scipy.libs)
+    found = [i for i in threadpool_info() if i["user_api"] == "blas" and Path(i["filepath"]).is_relative_to(libs)]
+    return " ".join(str(found[0].get(k)) for k in ("internal_api", "version", "architecture")) if found else None
 
 
 #: The fields of :func:`hardware` that make a machine type: the same type gives the same bits.
