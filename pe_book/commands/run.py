@@ -13,6 +13,9 @@ def configure(parser) -> None:
     add_profile(parser)
     parser.add_argument("--variants", nargs="+", metavar="V", help="only these variants (default: the profile's)")
     parser.add_argument("--tasks", nargs="+", metavar="T", help="only these tasks (default: the profile's)")
+    parser.add_argument("--pretrain-seeds", type=positive_int, metavar="N",
+                        help="at most the first N pretraining seeds of each variant (default: the profile's); "
+                             "their artifacts keep their keys")
     parser.add_argument("--results", default="results", help="artifact store folder (default: results/)")
     parser.add_argument("--work", help="folder for checkpoints and token blocks (default: <cache>/runs)")
     parser.add_argument("--dry-run", action="store_true",
@@ -34,9 +37,12 @@ def run(args) -> int:
     from pe_book.experiments.profiles import get_profile
     from pe_book.experiments.runner import Runner
 
-    runner = Runner(get_profile(args.profile), args.results, args.work, args.cache, progress=not args.no_progress)
+    whole = get_profile(args.profile)
+    profile = whole.with_first_pretrain_seeds(args.pretrain_seeds, args.variants) if args.pretrain_seeds else whole
+    runner = Runner(profile, args.results, args.work, args.cache, progress=not args.no_progress)
     if args.dry_run:
-        return dry_run(runner, args.variants, args.tasks, args.check, args.estimate_from)
+        return dry_run(runner, args.variants, args.tasks, args.check, args.estimate_from,
+                       whole=runner if profile is whole else runner.with_profile(whole))
     if args.check or args.estimate_from:
         raise InputError(f"{'--check' if args.check else '--estimate-from'} goes with --dry-run")
     stop = costs.stop_when_out_of_time(runner, args.stop_after) if args.stop_after else None
@@ -47,9 +53,10 @@ def run(args) -> int:
     return 0
 
 
-def dry_run(runner, variants, tasks, check: bool, estimate_from: str | None = None) -> int:
-    """Per variant, each stage kind's count stored / to compute; the orphans; with ``estimate_from``
-    the hours of what is to compute; last, ``N stored, M to compute``."""
+def dry_run(runner, variants, tasks, check: bool, estimate_from: str | None = None, whole=None) -> int:
+    """Per variant, each stage kind's count stored / to compute; the orphans (what no artifact of the
+    ``whole`` profile names, whichever variants, tasks and seeds this run is restricted to); with
+    ``estimate_from`` the hours of what is to compute; last, ``N stored, M to compute``."""
     from pe_book.experiments import costs
 
     planned = runner.plan(variants, tasks)
@@ -62,7 +69,8 @@ def dry_run(runner, variants, tasks, check: bool, estimate_from: str | None = No
         parts = [f"{kind} {counts[(kind, True)]} stored" + (f" / {counts[(kind, False)]} to compute" if counts[(kind, False)] else "")
                  for kind in kinds]
         print(f"  {variant:34s} " + "; ".join(parts))
-    orphans = runner.orphans(planned)
+    whole = whole or runner
+    orphans = runner.orphans(planned if whole is runner and not variants and not tasks else whole.plan())
     for folder in orphans:
         print(f"  orphan (no key of this code names it): {folder}")
     if estimate_from:

@@ -55,12 +55,11 @@ def run(args) -> int:
 
 
 def first_seeds(profile, variant: str, n: int):
-    """``profile`` with only the first ``n`` pretraining seeds of ``variant`` (a key names its seed,
-    never how many there are, so the artifacts of those seeds keep their keys)."""
+    """``profile`` with only the first ``n`` pretraining seeds of ``variant``; more than it has is an error."""
     have = len(profile.pretrain_seeds_for(variant))
     if n > have:
         raise InputError(f"--pretrain-seeds {n}: {variant} has {have} pretraining seed(s) in profile {profile.name}")
-    return profile.with_overrides(pretrain_seeds_by_variant={**profile.pretrain_seeds_by_variant, variant: n})
+    return profile.with_first_pretrain_seeds(n, [variant])
 
 
 def verify_variant(committed, fresh, variant: str, out=print, machine: Mapping | None = None) -> int:

@@ -10,6 +10,7 @@ branch on a profile's name.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 
 from pe_lib.data.tasks import TASKS
@@ -70,6 +71,12 @@ class Profile:
             if set(overrides) - valid:
                 raise InputError(f"finetune_by_task[{task!r}] sets {', '.join(sorted(set(overrides) - valid))}; "
                                  f"valid fields: {', '.join(sorted(valid))}")
+
+    def with_first_pretrain_seeds(self, n: int, variants: Sequence[str] | None = None) -> Profile:
+        """This profile with at most the first ``n`` pretraining seeds of each of ``variants`` (default:
+        its own). A key names its seed, never how many there are: those seeds' artifacts keep their keys."""
+        fewer = {v: min(n, len(self.pretrain_seeds_for(v))) for v in (variants or self.variants)}
+        return self.with_overrides(pretrain_seeds_by_variant={**self.pretrain_seeds_by_variant, **fewer})
 
     def max_train_for(self, task: str) -> int | None:
         """The cap on ``task``'s training examples (None: all of them)."""

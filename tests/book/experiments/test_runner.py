@@ -307,6 +307,28 @@ def test_verify_can_recompute_only_the_first_pretraining_seeds(runner, profile, 
         first_seeds(two, "ape-learned", 3)
 
 
+def test_a_run_restricted_to_seeds_variants_or_tasks_calls_nothing_of_the_whole_profile_an_orphan(runner, profile, capsys):
+    """``pe-lib run --dry-run --check`` with ``--pretrain-seeds``, ``--variants`` or ``--tasks``: the
+    artifacts left out are the whole profile's, not orphans; an artifact of no key still is one."""
+    from pe_book.commands.run import dry_run
+
+    two = dataclasses.replace(profile, pretrain_seeds_by_variant={"ape-learned": 2})
+    whole = runner.with_profile(two)
+    whole.run(["ape-learned"])
+    one = runner.with_profile(two.with_first_pretrain_seeds(1))
+    assert one.profile.pretrain_seeds_for("ape-learned") == (0,)
+    assert all(two.with_first_pretrain_seeds(5).pretrain_seeds_for(v) == two.pretrain_seeds_for(v) for v in two.variants)
+    for restricted, variants, tasks in [(one, None, None), (whole, ["ape-learned"], None), (whole, ["ape-learned"], ["sst2"])]:
+        assert dry_run(restricted, variants, tasks, check=True, whole=whole) == 0
+        assert "orphan" not in capsys.readouterr().out
+    assert dry_run(one, None, None, check=True) == 1  # against its own plan, seed 1's artifacts are orphans
+    assert "orphan (no key of this code names it)" in capsys.readouterr().out
+    stray = runner.store.root / "ape-learned" / "finetune-sst2-p0-seed9-000000000000"
+    stray.mkdir()
+    (stray / "manifest.json").write_text("{}")
+    assert dry_run(one, None, None, check=True, whole=whole) == 1 and str(stray) in capsys.readouterr().out
+
+
 def test_verify_defaults_to_the_published_profile():
     """The committed results are the published profile's: ``pe-lib verify --variant V`` checks them."""
     from pe_book.book import DEFAULT_PROFILE
