@@ -82,8 +82,8 @@ def verify_variant(committed, fresh, variant: str, out=print, machine: Mapping |
     if not all(same_machine_type(p["hardware"], machine) for p in own):
         here = variants_computed_on(committed.store, machine)
         out(f"warning: {variant} was computed on another machine type; its floating-point kernels differ from this "
-            "one's, so expect differences that grow through training. Bit-identical results are promised on the "
-            f"type that computed them; of this store, {', '.join(here) if here else 'no variant'} was computed on this one.")
+            "one's, so expect differences that grow through training. Bit-identical training is promised on the "
+            f"type that computed them (float64 statistics within a few ulp: numpy's BLAS kernel); of this store, {', '.join(here) if here else 'no variant'} was computed on this one.")
     fresh.run([variant])
     differences = rounding = 0
     for artifact, found in stored:

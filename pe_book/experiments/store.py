@@ -55,8 +55,8 @@ def hardware() -> dict[str, Any]:
     float64 statistics by a few ulp) say more of it, without entering the type."""
     cpu, flags, cpu_id = platform.processor() or platform.machine(), set(), None
     try:
-        info = dict(line.split(":", 1) for line in Path("/proc/cpuinfo").read_text().split("\n\n")[0].splitlines() if ":" in line)
-        info = {key.strip(): value.strip() for key, value in info.items()}
+        first_cpu = Path("/proc/cpuinfo").read_text().split("\n\n")[0].splitlines()
+        info = {key.strip(): value.strip() for key, value in (line.split(":", 1) for line in first_cpu if ":" in line)}
         cpu, flags = info["model name"], set(info["flags"].split())
         cpu_id = f"family {info['cpu family']} model {info['model']}"
     except (OSError, KeyError):
@@ -68,6 +68,7 @@ def hardware() -> dict[str, Any]:
             "python": platform.python_version(), "platform": platform.platform()}
 
 
+@functools.cache
 def numpy_blas() -> str | None:
     """numpy's BLAS and the kernel it chose for this CPU, e.g. ``openblas 0.3.31 SkylakeX``."""
     from threadpoolctl import threadpool_info
