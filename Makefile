@@ -51,8 +51,8 @@ check-keys: $(STAMP)
 # Recomputes one variant of a profile from scratch and compares every number with the committed one.
 # SEEDS=N: only the variant's first N pretraining seeds (one model of the cpu profile: about 45 minutes).
 verify-results: $(STAMP)
-	@test -n "$(VARIANT)" || (echo "usage: make verify-results VARIANT=ape-learned [PROFILE=cpu] [SEEDS=1]"; exit 2)
-	$(OFFLINE) $(PY) -m pe_book.cli verify --profile $(PROFILE) --variant $(VARIANT) $(if $(SEEDS),--pretrain-seeds $(SEEDS))
+	@test -n "$(VARIANT)" || (echo "usage: make verify-results VARIANT=ape-learned [PROFILE=cpu] [SEEDS=1] [NO_PROGRESS=1]"; exit 2)
+	$(OFFLINE) $(PY) -m pe_book.cli verify --profile $(PROFILE) --variant $(VARIANT) $(if $(SEEDS),--pretrain-seeds $(SEEDS)) $(if $(NO_PROGRESS),--no-progress)
 
 # Opens every page of the built book in headless Chromium (Debian's chromium + chromium-driver).
 check-book: $(STAMP) chromium
