@@ -37,12 +37,12 @@ def run(args) -> int:
     from pe_book.experiments.profiles import get_profile
     from pe_book.experiments.runner import Runner
 
-    whole = get_profile(args.profile)
-    profile = whole.with_first_pretrain_seeds(args.pretrain_seeds, args.variants) if args.pretrain_seeds else whole
-    runner = Runner(profile, args.results, args.work, args.cache, progress=not args.no_progress)
+    profile = get_profile(args.profile)
+    runner = Runner(profile.with_first_pretrain_seeds(args.pretrain_seeds, args.variants) if args.pretrain_seeds else profile,
+                    args.results, args.work, args.cache, progress=not args.no_progress)
     if args.dry_run:
         return dry_run(runner, args.variants, args.tasks, args.check, args.estimate_from,
-                       whole=runner if profile is whole else runner.with_profile(whole))
+                       whole=runner.with_profile(profile) if args.pretrain_seeds else None)
     if args.check or args.estimate_from:
         raise InputError(f"{'--check' if args.check else '--estimate-from'} goes with --dry-run")
     stop = costs.stop_when_out_of_time(runner, args.stop_after) if args.stop_after else None
@@ -55,7 +55,8 @@ def run(args) -> int:
 
 def dry_run(runner, variants, tasks, check: bool, estimate_from: str | None = None, whole=None) -> int:
     """Per variant, each stage kind's count stored / to compute; the orphans (what no artifact of the
-    ``whole`` profile names, whichever variants, tasks and seeds this run is restricted to); with
+    whole profile names, whichever variants, tasks and seeds this run is restricted to; ``whole``: a
+    runner of that profile when ``runner``'s has fewer pretraining seeds); with
     ``estimate_from`` the hours of what is to compute; last, ``N stored, M to compute``."""
     from pe_book.experiments import costs
 
@@ -69,8 +70,8 @@ def dry_run(runner, variants, tasks, check: bool, estimate_from: str | None = No
         parts = [f"{kind} {counts[(kind, True)]} stored" + (f" / {counts[(kind, False)]} to compute" if counts[(kind, False)] else "")
                  for kind in kinds]
         print(f"  {variant:34s} " + "; ".join(parts))
-    whole = whole or runner
-    orphans = runner.orphans(planned if whole is runner and not variants and not tasks else whole.plan())
+    restricted = whole is not None or variants or tasks
+    orphans = runner.orphans((whole or runner).plan() if restricted else planned)
     for folder in orphans:
         print(f"  orphan (no key of this code names it): {folder}")
     if estimate_from:

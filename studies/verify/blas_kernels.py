@@ -23,16 +23,14 @@ N = 300
 
 def statistics() -> dict:
     """This process's values of both statistics on the seeded inputs, and its BLAS kernel."""
-    from threadpoolctl import threadpool_info
-
+    from pe_book.experiments.store import numpy_blas
     from pe_lib.properties import symmetry
     from pe_lib.training.metrics import pearson
 
     rng = np.random.default_rng(1)
     pearsons = [pearson(x, x + rng.normal(size=x.size)) for x in rng.normal(size=(N, 400))]
     symmetries = [symmetry(a + 0.3 * a.T) for a in rng.random((N, 64, 64))]
-    kernel = next(i["architecture"] for i in threadpool_info() if i["internal_api"] == "openblas")
-    return {"kernel": kernel, "pearson": pearsons, "symmetry": symmetries}
+    return {"kernel": numpy_blas().split()[-1], "pearson": pearsons, "symmetry": symmetries}
 
 
 def main(kernels: list[str]) -> None:
