@@ -193,9 +193,9 @@ styled_screen(screen_epochs_table)
 # ## What is stored
 #
 # The study is {glue:text}`stored` of {glue:text}`planned` artifacts complete (variants
-# {glue:text}`study_variants`; classification average over {glue:text}`study_tasks`). It runs in
-# chunks (`scripts/run_in_chunks.sh scale SECONDS`), budget by budget, each chunk committing
-# what it finished; every figure and table below shows what is stored.
+# {glue:text}`study_variants`; classification average over {glue:text}`study_tasks`). It is
+# computed in chunks (`scripts/run_in_chunks.sh scale SECONDS`), budget by budget, each chunk
+# committing what it finished; every figure and table below shows what is stored.
 
 # %% tags=["hide-input"]
 models = study.models
