@@ -67,17 +67,20 @@ class TaskSpec:
     hub_source: str
     packaged: str | None = None
     analogue: str = ""
+    #: whether the label depends on word order by construction (a span task: where the answer is);
+    #: the book reports order-sensitive and order-free tasks in separate columns
+    order_sensitive: bool = False
 
 
 def _glue(name: str, kind: str, metrics: tuple[str, ...], labels: tuple[str, ...], packaged: str | None = None,
-          analogue: str = "") -> TaskSpec:
+          analogue: str = "", order_sensitive: bool = False) -> TaskSpec:
     meta = TaskMeta(name, kind, 1 if kind == "regression" else len(labels), metrics, labels)
-    return TaskSpec(meta, f"glue-{name}", packaged, analogue)
+    return TaskSpec(meta, f"glue-{name}", packaged, analogue, order_sensitive)
 
 
 TASKS: dict[str, TaskSpec] = {
     "cola": _glue("cola", "classification", ("matthews_correlation",), ("unacceptable", "acceptable"),
-                  "word-order", "word-order acceptability on held-out corpus sentences (constructed labels)"),
+                  "word-order", "word-order acceptability on held-out corpus sentences (constructed labels)", order_sensitive=True),
     "sst2": _glue("sst2", "classification", ("accuracy",), ("negative", "positive"),
                   "sentiment", "Rotten Tomatoes critic snippets, fresh vs rotten"),
     "mrpc": _glue("mrpc", "classification", ("accuracy", "f1"), ("not_equivalent", "equivalent"),
@@ -87,9 +90,9 @@ TASKS: dict[str, TaskSpec] = {
     "qnli": _glue("qnli", "classification", ("accuracy",), ("entailment", "not_entailment")),
     "rte": _glue("rte", "classification", ("accuracy",), ("entailment", "not_entailment")),
     "squad": TaskSpec(TaskMeta("squad", "span", 0, ("exact_match", "f1")), "squad", "spans",
-                      "WordNet 'which word has this gloss' spans"),
+                      "WordNet 'which word has this gloss' spans", order_sensitive=True),
     "squad_v2": TaskSpec(TaskMeta("squad_v2", "span", 0, ("exact_match", "f1"), version_2_with_negative=True),
-                         "squad_v2", "spans-v2", "WordNet gloss spans with unanswerable questions"),
+                         "squad_v2", "spans-v2", "WordNet gloss spans with unanswerable questions", order_sensitive=True),
 }
 
 _GLUE_TEXT = {"cola": ("sentence", None), "sst2": ("sentence", None), "mrpc": ("sentence1", "sentence2"),
