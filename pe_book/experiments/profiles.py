@@ -57,6 +57,10 @@ class Profile:
     data_source: str = "auto"  # hub when online, packaged analogues otherwise
     extrapolation_multipliers: tuple[int, ...] = (1, 2, 4)  # evaluation lengths, in multiples of seq_len
     extrapolation_tokens: int = 131_072  # validation tokens evaluated at every length (pe_lib.extrapolation)
+    #: Stage code versions older than the code's (``runner.CODE_VERSIONS``) that this profile's stored
+    #: results were computed with: they keep their keys and are read, never added to (a finished
+    #: run stays publishable after the code of one of its stages moved on).
+    code_versions: dict[str, int] = field(default_factory=dict)
 
     def pretrain_seeds_for(self, variant: str) -> tuple[int, ...]:
         """The pretraining seeds of ``variant``: each is one pretrained model, fine-tuned with every

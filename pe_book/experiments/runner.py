@@ -45,6 +45,8 @@ from pe_lib.training.pretrain import (MLMData, PretrainConfig, finished_result, 
 #: SQuAD v2.0 null threshold chosen on the validation split); baselines 1 (the task baselines and
 #: the unigram loss of :mod:`pe_book.experiments.baselines`).
 CODE_VERSIONS = {"pretrain": 1, "analysis": 1, "extrapolation": 1, "finetune": 1, "baselines": 1}
+#: Stages keyed by another stage's code version (the unigram loss is a baseline).
+CODE_STAGE = {"unigram": "baselines"}
 
 
 #: Offsets 1..ANALYSIS_WINDOW of the stored local monotonicity (a chapter with another window
@@ -196,7 +198,7 @@ class Runner:
         # the library's version is provenance, not key: an upgrade that changes no number keeps the artifacts
         model = {k: v for k, v in self.model_config(variant).to_diff_dict().items() if k != "transformers_version"}
         pretrain = self.run_pretrain_config(pretrain_seed).at(steps or self.profile.pretrain.steps)
-        return {"stage": "pretrain", "code_version": CODE_VERSIONS["pretrain"], "variant": variant, "model": model,
+        return {"stage": "pretrain", "code_version": self.code_version("pretrain"), "variant": variant, "model": model,
                 "pretrain": asdict(pretrain), "data": self.data_fingerprint()}
 
     def pretrain_key(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> str:
@@ -258,12 +260,23 @@ class Runner:
             self._stored_precision = ", ".join(sorted(found))
         return self._stored_precision
 
+    def code_version(self, stage: str) -> int:
+        """The code version of ``stage`` in this profile's keys: the code's own (:data:`CODE_VERSIONS`),
+        unless the profile pins the older version its stored results were computed with."""
+        return self.profile.code_versions.get(stage, CODE_VERSIONS[stage])
+
     def _found(self, variant: str, stage: str, config: dict) -> Artifact | None:
-        """The stored artifact, or None when it is to be computed (refused without ``compute``)."""
+        """The stored artifact, or None when it is to be computed (refused without ``compute``, and
+        refused for a stage whose pinned code version this code no longer runs)."""
         found = self.store.load(variant, stage, config)
         if found is None and not self.compute:
             raise MissingResult(f"{self.store.folder(variant, stage, config)} is not stored, and this runner only reads: "
                                 f"compute it with `pe-lib run --profile {self.profile.name}`")
+        current = CODE_VERSIONS[CODE_STAGE.get(config["stage"], config["stage"])]
+        if found is None and config["code_version"] != current:
+            raise InputError(f"{self.store.folder(variant, stage, config)} is not stored, and profile {self.profile.name} "
+                             f"pins {config['stage']} code version {config['code_version']}, which this code no longer "
+                             f"runs (it runs {current}): the profile's results can be read, not added to")
         return found
 
     # ------------------------------------------------------------------ stages
@@ -298,7 +311,7 @@ class Runner:
             return PEBertForMaskedLM.from_pretrained(self.model_dir(variant, pretrain_seed, steps)).eval()
 
     def analysis_config(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> dict:
-        return {"stage": "analysis", "code_version": CODE_VERSIONS["analysis"],
+        return {"stage": "analysis", "code_version": self.code_version("analysis"),
                 "pretrain": self.pretrain_key(variant, pretrain_seed, steps), "probe": self.profile.probe}
 
     @locked
@@ -324,7 +337,7 @@ class Runner:
     def extrapolation_config(self, variant: str, pretrain_seed: int = 0) -> dict:
         """The masked validation tokens are drawn with seed 0 for every model, so all are scored on the same ones."""
         multipliers = list(self.profile.extrapolation_multipliers)
-        return {"stage": "extrapolation", "code_version": CODE_VERSIONS["extrapolation"],
+        return {"stage": "extrapolation", "code_version": self.code_version("extrapolation"),
                 "pretrain": self.pretrain_key(variant, pretrain_seed),
                 "multipliers": multipliers, "lengths": [m * self.profile.seq_len for m in multipliers],
                 "tokens": self.profile.extrapolation_tokens, "seed": 0,
@@ -365,7 +378,7 @@ class Runner:
         return self._task_keys[name]
 
     def finetune_config(self, variant: str, task: str, seed: int, pretrain_seed: int = 0, steps: int | None = None) -> dict:
-        return {"stage": "finetune", "code_version": CODE_VERSIONS["finetune"],
+        return {"stage": "finetune", "code_version": self.code_version("finetune"),
                 "pretrain": self.pretrain_key(variant, pretrain_seed, steps), "task": task, "seed": seed,
                 "finetune": asdict(replace(self.profile.finetune_for(task), seed=seed)), "data": self.task_fingerprint(task)}
 
@@ -392,7 +405,7 @@ class Runner:
     BASELINES = "baselines"
 
     def baselines_config(self, task: str) -> dict:
-        return {"stage": "baselines", "code_version": CODE_VERSIONS["baselines"], "task": task, "data": self.task_fingerprint(task)}
+        return {"stage": "baselines", "code_version": self.code_version("baselines"), "task": task, "data": self.task_fingerprint(task)}
 
     @locked
     def ensure_baselines(self, task_name: str) -> Artifact:
@@ -410,7 +423,7 @@ class Runner:
 
     def unigram_config(self) -> dict:
         cfg = self.profile.pretrain
-        return {"stage": "unigram", "code_version": CODE_VERSIONS["baselines"], "data": self.data_fingerprint(),
+        return {"stage": "unigram", "code_version": self.code_version("baselines"), "data": self.data_fingerprint(),
                 "validation": {"batch_size": cfg.batch_size, "eval_batches": cfg.eval_batches, "mask_prob": cfg.mask_prob},
                 "smoothing": UNIGRAM_SMOOTHING}
 

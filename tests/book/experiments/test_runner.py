@@ -227,6 +227,18 @@ def test_stage_code_version_is_in_every_key(runner, monkeypatch):
     assert runner.store.folder("v", "pretrain", runner.pretrain_config("ape-learned")) != before["pretrain"]
 
 
+def test_a_profile_pinned_to_an_older_code_version_reads_its_results_and_adds_none(runner, profile, monkeypatch):
+    runner.run(["ape-learned"])
+    stored = runner.ensure_finetuned("ape-learned", "sst2", 0)
+    monkeypatch.setitem(runner_module.CODE_VERSIONS, "finetune", runner_module.CODE_VERSIONS["finetune"] + 1)
+    pinned = Runner(dataclasses.replace(profile, code_versions={"finetune": runner_module.CODE_VERSIONS["finetune"] - 1}),
+                    runner.store.root.parent, runner.work, progress=False, tokenizer=runner.tokenizer, data=runner.mlm_data())
+    assert pinned.ensure_finetuned("ape-learned", "sst2", 0).folder == stored.folder, "read under its old key"
+    assert runner.finetune_config("ape-learned", "sst2", 0)["code_version"] == runner_module.CODE_VERSIONS["finetune"]
+    with pytest.raises(InputError, match=r"pins finetune code version \d+, which this code no longer runs"):
+        pinned.ensure_finetuned("rpe-sin-learned", "sst2", 0)
+
+
 def test_task_key_follows_the_examples_not_the_card(runner, monkeypatch):
     key = runner.task_fingerprint("sst2")
     task = runner.task("sst2")
