@@ -191,6 +191,28 @@ CPU = Profile(
     probe=SCALE.probe,
 )
 
+#: The scale trend of the key effects (issue 36, item 6): the three variants the claims compare most,
+#: one pretraining seed each, kept at 1x-16x of the study's unit (4.1M tokens) and fine-tuned on the
+#: cpu profile's tasks. Its 4x model is the cpu profile's first model of the same variant (the same
+#: pretraining key: an anytime schedule's snapshot is the model of a run of that length).
+TREND = Profile(
+    name="trend",
+    description="the trend of the key effects with scale: none, ape-learned and rpe-learned at 1x-16x of 4.1M tokens",
+    model=SCALE_MODEL,
+    pretrain=SCALE.pretrain,
+    finetune=CPU.finetune,
+    seq_len=CPU.seq_len,
+    corpus_tokens=None,
+    variants=("none", "ape-learned", "rpe-learned"),
+    tasks=CPU.tasks,
+    seeds=(0,),
+    task_max_train=CPU.task_max_train,
+    task_max_train_by_task=CPU.task_max_train_by_task,
+    finetune_by_task=CPU.finetune_by_task,
+    task_max_eval=CPU.task_max_eval,
+    probe=CPU.probe,
+)
+
 GPU = Profile(
     name="gpu",
     description="BERT-base-sized, for accelerators (hub data when online; not run on the CPU machines)",
@@ -211,7 +233,7 @@ GPU = Profile(
     extrapolation_tokens=1_048_576,
 )
 
-PROFILES: dict[str, Profile] = {p.name: p for p in (SMOKE, CPU, SCALE, GPU)}
+PROFILES: dict[str, Profile] = {p.name: p for p in (SMOKE, CPU, SCALE, TREND, GPU)}
 
 
 def get_profile(name: str) -> Profile:
