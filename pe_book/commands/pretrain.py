@@ -2,6 +2,8 @@
 
 Multi-process / multi-GPU: ``accelerate launch --multi_gpu --num_processes N -m pe_book.cli pretrain ...``
 (on CPUs too: pe_lib then uses DDP over gloo), or ``torchrun --nproc_per_node N -m pe_book.cli pretrain ...``.
+N processes train another run than 1 (masks and dropout are drawn per process), kept in another
+run folder, and a run folder is resumed only with the process count it was begun with.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ def configure(parser) -> None:
 
 
 def run(args) -> int:
+    from accelerate import PartialState
     from transformers import BertTokenizer
 
     from pe_book.experiments.profiles import get_profile
@@ -49,5 +52,6 @@ def run(args) -> int:
     out = Path(args.out) if args.out else runner.run_dir(args.variant, args.seed)
     cfg = dataclasses.replace(profile.pretrain, seed=args.seed)
     result = pretrain(runner.model_config(args.variant), runner.mlm_data(), cfg, out, progress=not args.no_progress)
-    print(json.dumps({"out": str(out), **result}, indent=2))
+    if PartialState().is_main_process:  # one report, not one per process
+        print(json.dumps({"out": str(out), **result}, indent=2))
     return 0

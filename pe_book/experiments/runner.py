@@ -33,8 +33,8 @@ from pe_lib.positions import parse_variant
 from pe_lib.probing import ape_gram, identical_word_attention, rpe_gram
 from pe_lib.properties import chen_locality, chen_symmetry, indicators
 from pe_lib.training.finetune import finetune
-from pe_lib.training.pretrain import (MLMData, PretrainConfig, finished_result, finished_snapshot, make_blocks, pretrain,
-                                     snapshot_dir, use_bf16)
+from pe_lib.training.pretrain import (MLMData, PretrainConfig, finished_result, finished_snapshot, launched_processes,
+                                     make_blocks, pretrain, snapshot_dir, use_bf16)
 
 #: The version of the code behind each stage, part of every artifact key of that stage. Bump a
 #: stage's number in the commit that changes its numbers (not for a refactor that changes none),
@@ -193,13 +193,18 @@ class Runner:
 
     def pretrain_config(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> dict:
         """The key of the model pretrained for ``steps`` (default: the profile's steps). A snapshot's
-        is the configuration of a run of that length: the same model, whichever run kept it."""
+        is the configuration of a run of that length: the same model, whichever run kept it. A run
+        launched as N > 1 processes (torchrun, ``accelerate launch``) is another run than 1 process's
+        (:mod:`pe_lib.training.pretrain`): its key has ``processes``; a 1-process key has none, as
+        before the count was recorded."""
         variant = parse_variant(variant).name
         # the library's version is provenance, not key: an upgrade that changes no number keeps the artifacts
         model = {k: v for k, v in self.model_config(variant).to_diff_dict().items() if k != "transformers_version"}
         pretrain = self.run_pretrain_config(pretrain_seed).at(steps or self.profile.pretrain.steps)
+        processes = launched_processes()
         return {"stage": "pretrain", "code_version": self.code_version("pretrain"), "variant": variant, "model": model,
-                "pretrain": asdict(pretrain), "data": self.data_fingerprint()}
+                "pretrain": asdict(pretrain), "data": self.data_fingerprint(),
+                **({"processes": processes} if processes > 1 else {})}
 
     def pretrain_key(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> str:
         return Store.key(self.pretrain_config(variant, pretrain_seed, steps))

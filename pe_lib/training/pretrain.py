@@ -20,6 +20,19 @@ only the weights, the optimizer and scheduler states and the step; a resumed run
 the batches, masks and dropout of an uninterrupted one and ends with identical weights (same
 machine, same threads).
 
+Processes and threads. The masks and the dropout are drawn per process (the ``rank`` of the seed),
+and the loss is averaged per process before DDP averages the gradients, so N processes train
+another run than 1 at the same global batch: the process count is part of the run's identity
+(``processes`` in checkpoints and results), a run folder is resumed only with the count it was
+begun with (:func:`check_same_run` refuses any other), and :func:`launched_processes` puts it in the
+runner's keys when it is above 1 (the keys of 1-process runs are those made before it was
+recorded). The torch thread count changes no draw, only the rounding: fp32 CPU reductions (the
+gradient sums over the batch, LayerNorm statistics, large matrix products) split their work by
+thread, so another count sums in another order and the weights differ in the last bits, as on
+another CPU. It is recorded (``threads``: the counts the steps ran with) and a resume with another
+count is warned about, not refused: the run is then still a run of its recipe, only not
+bit-identical to an uninterrupted one, and refusing would strand a run moved to another machine.
+
 Layout of ``out_dir``::
 
     checkpoints/step-00000100/   model.safetensors, trainer_state.pt, state.json, manifest.json
@@ -343,11 +356,24 @@ def finished_snapshot(out_dir: Path, step: int) -> dict | None:
     return read_json(folder / "result.json") if verified(folder, f"snapshot of {out_dir} at step {step}") else None
 
 
-def check_same_run(saved: dict, model_config: PEBertConfig, cfg: PretrainConfig, where: Path) -> None:
-    """Refuse to resume or reuse a run folder that belongs to another model or configuration."""
+def launched_processes() -> int:
+    """The number of processes this program was launched as (``WORLD_SIZE``, which torchrun and
+    ``accelerate launch`` set; 1 when not launched by them)."""
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def check_same_run(saved: dict, model_config: PEBertConfig, cfg: PretrainConfig, where: Path, processes: int) -> None:
+    """Refuse to resume or reuse a run folder that belongs to another model or configuration, or
+    that was trained by another number of processes (``saved`` without ``processes``: 1, as every
+    run was before the count was recorded)."""
     if {k: saved.get(k) for k in ("model", "config")} != run_identity(model_config, cfg):
         raise ValueError(f"{where} belongs to a run with another model or pretraining configuration; "
                          "use another output folder (or delete this one)")
+    trained_by = saved.get("processes", 1)
+    if trained_by != processes:
+        raise InputError(f"{where} belongs to a run of {trained_by} process(es) and this one has {processes}: masks and "
+                         f"dropout are drawn per process, so it would mix two runs; launch it with {trained_by} or use "
+                         "another output folder")
 
 
 def extend(shorter: Path, out_dir: Path, model_config: PEBertConfig, cfg: PretrainConfig) -> bool:
@@ -437,15 +463,27 @@ def pretrain(
 
     out_dir = Path(out_dir)
     until = cfg.at(until if until is not None else cfg.steps).steps  # refuses a step with no snapshot
+    accelerator = Accelerator(cpu=not torch.cuda.is_available())  # cpu=True: DDP over gloo on CPUs
     result = finished_result(out_dir) if until == cfg.steps else finished_snapshot(out_dir, until)
     if result is not None:
-        check_same_run(result, model_config, cfg, out_dir / "result.json")
+        check_same_run(result, model_config, cfg, out_dir / "result.json", accelerator.num_processes)
         return result
-    accelerator = Accelerator(cpu=not torch.cuda.is_available())  # cpu=True: DDP over gloo on CPUs
     if accelerator.is_main_process:
         with exclusive_lock(out_dir.parent / f".{out_dir.name}.lock", f"the run folder {out_dir}"):
             return _pretrain(accelerator, model_config, data, cfg, out_dir, progress, on_step, until, tokenizer, card)
     return _pretrain(accelerator, model_config, data, cfg, out_dir, progress, on_step, until, tokenizer, card)
+
+
+def resumed_threads(before: list[int], now: int, checkpoint: Path) -> list[int]:
+    """The thread counts of a run resumed from ``checkpoint`` with ``now`` threads (``before``: the
+    counts its steps so far ran with, empty for a checkpoint written before they were recorded);
+    warns in one line when ``now`` differs from the last (module docstring: the run is then not
+    bit-identical to an uninterrupted one)."""
+    if before and before[-1] != now:
+        warnings.warn(f"{checkpoint} was trained with {before[-1]} torch threads and this process has {now}: the "
+                      f"resumed run differs from an uninterrupted one in the last bits (torch.set_num_threads("
+                      f"{before[-1]}) resumes it exactly)", stacklevel=3)
+    return before if before and before[-1] == now else before + [now]
 
 
 def save_model_folder(model, folder: Path, steps: int, tokens: int, tokenizer=None, card: Mapping[str, Any] | None = None):
@@ -475,6 +513,7 @@ def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_
     scheduler = lr_schedule(optimizer, cfg)
     start, elapsed_before, records = 0, 0.0, []  # records: the curve so far
     origin = {}  # {"extended_from": the shorter run folder} of a run begun from one (extend), carried on
+    threads = [torch.get_num_threads()]  # the thread counts the steps ran with, in order (module docstring)
     checkpoint = latest_checkpoint(out_dir)
     if checkpoint is not None:
         try:
@@ -483,11 +522,12 @@ def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_
             warnings.warn(f"corrupt checkpoint file {error}; discarding {checkpoint} and training from step 0", stacklevel=2)
             checkpoint = None
     if checkpoint is not None:
-        check_same_run(read_json(checkpoint / "state.json"), model_config, cfg, checkpoint)
+        check_same_run(read_json(checkpoint / "state.json"), model_config, cfg, checkpoint, world)
         try:
             state = load_checkpoint(checkpoint, model, optimizer, scheduler)
             start, elapsed_before = state["step"], state["elapsed_s"]
             origin = {k: state[k] for k in ("extended_from",) if k in state}
+            threads = resumed_threads(state.get("threads", []), threads[0], checkpoint)
             records = state["curve"] if "curve" in state else curve_until(out_dir / "curve.jsonl", start)
             if until < cfg.steps and start >= until:  # the snapshot is missing or corrupt, training at or past it
                 raise CorruptFileError(f"the snapshot at step {until} of {out_dir} is missing or corrupt and its "
@@ -546,7 +586,7 @@ def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_
             snapshot = {**run_identity(model_config, cfg), "steps": done, "ranks_agree": ranks_agree(accelerator, model),
                         "validation_loss": evaluate(model, data, cfg, device, bf16), "tokens_per_s": tok_s,
                         "wall_s": elapsed_before + elapsed, "precision": "bf16" if bf16 else "fp32", "processes": world,
-                        **origin}
+                        "threads": threads, **origin}
             if accelerator.is_main_process:
                 with manifested_dir(snapshot_dir(out_dir, done), "snapshot") as work:
                     save_model_folder(model, work / "model", done, done * tokens_per_step, tokenizer, card)
@@ -556,7 +596,7 @@ def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_
             if accelerator.is_main_process:
                 save_checkpoint(out_dir, model, optimizer, scheduler,
                                 {"step": done, "elapsed_s": elapsed_before + elapsed, **run_identity(model_config, cfg),
-                                 "curve": records, **origin})
+                                 "processes": world, "threads": threads, "curve": records, **origin})
         if on_step is not None:
             on_step(done)
     bar.close()
@@ -576,6 +616,7 @@ def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_
         "wall_s": elapsed_before + wall,
         "precision": "bf16" if bf16 else "fp32",
         "processes": world,
+        "threads": threads,
         **origin,
     }
     if accelerator.is_main_process:

@@ -1,4 +1,7 @@
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -267,3 +270,85 @@ def test_only_a_finished_shorter_run_of_the_same_recipe_is_extended(make_config,
     with pytest.raises(InputError, match="not a finished run"):
         extend(tmp_path / "missing", tmp_path / "long", config, long)
     assert not (tmp_path / "other-lr").exists() and not (tmp_path / "long").exists(), "nothing is written on refusal"
+
+
+# ----------------------------------------------------------------------------- processes and threads
+
+WORDS = "the a cat dog sat ran on under mat log and then it was big small red blue".split()
+
+
+def cli_pretrain(tmp_path: Path, processes: int, *extra: str) -> subprocess.CompletedProcess:
+    """``pe-lib pretrain`` of the smoke profile on a tiny corpus, 2 steps in fp32, as ``processes``
+    processes (torchrun: DDP over gloo on CPUs), in ``tmp_path`` (its data cache and work folder)."""
+    corpus, vocab = tmp_path / "corpus.txt", tmp_path / "tok" / "vocab.txt"
+    if not corpus.exists():
+        rng = np.random.default_rng(0)
+        corpus.write_text("\n".join(" ".join(rng.choice(WORDS, size=12)) for _ in range(400)) + "\n")
+        vocab.parent.mkdir()
+        vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
+    launch = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(processes)] if processes > 1 else []
+    command = [sys.executable, *launch, "-m", "pe_book.cli", "pretrain", "--profile", "smoke", "--variant", "ape-learned",
+               "--corpus-file", str(corpus), "--tokenizer", str(vocab.parent), "--steps", "2", "--precision", "fp32",
+               "--cache", str(tmp_path / "cache"), "--no-progress", *extra]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
+    return subprocess.run(command, capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+
+
+@pytest.mark.slow
+def test_two_processes_are_another_run_with_its_own_key_and_a_mixed_resume_is_refused(tmp_path):
+    """2 processes draw other masks and dropout than 1 at the same global batch: their run has its
+    own key and folder, and a 2-process folder resumed by 1 process is refused in one line."""
+    one, two = cli_pretrain(tmp_path, 1), cli_pretrain(tmp_path, 2)
+    assert one.returncode == 0, one.stderr[-3000:]
+    assert two.returncode == 0, two.stderr[-3000:]
+    single, double = json.loads(one.stdout), json.loads(two.stdout)  # one report, by the main process
+    assert (single["processes"], double["processes"]) == (1, 2) and double["ranks_agree"] is True
+    assert single["threads"] == double["threads"] == [1]
+    assert single["out"] != double["out"] and Path(single["out"]).parent == Path(double["out"]).parent
+    assert single["validation_loss"] != double["validation_loss"], "another run, other numbers"
+    run2 = Path(double["out"])
+    for name in ("result.json", "manifest.json"):  # back to the run's last checkpoint: a resume, not a finished run
+        (run2 / name).unlink()
+    mixed = cli_pretrain(tmp_path, 1, "--out", str(run2))
+    assert mixed.returncode != 0 and not (run2 / "result.json").exists()
+    assert "belongs to a run of 2 process(es) and this one has 1" in mixed.stderr
+    assert "Traceback" not in mixed.stderr, "one clear line"
+
+
+def test_the_runner_keys_a_multi_process_run_apart_and_a_single_one_as_before(monkeypatch, tmp_path):
+    """A 1-process key has no ``processes`` (every key made before the count was recorded stays
+    valid); ``WORLD_SIZE`` (set by torchrun and accelerate) above 1 gives another key and run folder."""
+    from transformers import BertTokenizer
+
+    from pe_book.experiments.runner import Runner
+
+    (tmp_path / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
+    tokenizer = BertTokenizer(vocab=str(tmp_path / "vocab.txt"))
+    runner = Runner(SMOKE, tmp_path / "results", tmp_path / "work", tokenizer=tokenizer, data=synthetic_data())
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    single, single_dir = runner.pretrain_config("rope"), runner.run_dir("rope")
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    assert runner.pretrain_config("rope") == single and "processes" not in single
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert runner.pretrain_config("rope") == {**single, "processes": 2}
+    assert runner.run_dir("rope") != single_dir
+
+
+def test_a_resume_with_another_thread_count_is_recorded_and_warned_about(make_config, tmp_path):
+    config, data = make_config("ape-learned"), synthetic_data()
+    before = torch.get_num_threads()
+
+    def stop_at_3(step):
+        if step == 3:
+            raise KeyboardInterrupt
+
+    try:
+        torch.set_num_threads(1)
+        with pytest.raises(KeyboardInterrupt):
+            pretrain(config, data, run_cfg(), tmp_path, progress=False, on_step=stop_at_3)
+        torch.set_num_threads(2)
+        with pytest.warns(UserWarning, match="trained with 1 torch threads and this process has 2"):
+            result = pretrain(config, data, run_cfg(), tmp_path, progress=False)
+    finally:
+        torch.set_num_threads(before)
+    assert result["threads"] == [1, 2] and result["processes"] == 1
