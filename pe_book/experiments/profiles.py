@@ -61,6 +61,10 @@ class Profile:
     #: results were computed with: they keep their keys and are read, never added to (a finished
     #: run stays publishable after the code of one of its stages moved on).
     code_versions: dict[str, int] = field(default_factory=dict)
+    #: Keep each pretrained model (weights, config, tokenizer) in the store with its pretraining
+    #: artifact, so that its later stages (a new task, another fine-tuning seed) never pretrain it
+    #: again on another machine. Worth it for small models (about 8 MB for the cpu size).
+    weights_in_store: bool = False
 
     def pretrain_seeds_for(self, variant: str) -> tuple[int, ...]:
         """The pretraining seeds of ``variant``: each is one pretrained model, fine-tuned with every
@@ -112,6 +116,7 @@ SMOKE = Profile(
     task_max_eval=128,
     probe={"length": 32, "n_words": 20},
     extrapolation_tokens=8_192,
+    weights_in_store=True,
 )
 
 #: The recipe of the scale study, the same for every variant, from the recipe screen of
@@ -136,6 +141,10 @@ SCALE_UNIT_STEPS = 2000
 SMALL_FINETUNE = FinetuneConfig(epochs=2, batch_size=32, lr=3e-4, max_seq_len=128, doc_stride=32, max_question_len=48,
                                 max_answer_len=16, precision="fp32")
 
+#: The fine-tuning and baseline code versions the published cpu run and the scale study were computed
+#: with (issues 36 and 41 moved both on): their results are read under them, never added to.
+PUBLISHED_CODE_VERSIONS = {"finetune": 1, "baselines": 1}
+
 SCALE = Profile(
     name="scale",
     description="the scale study: none, ape-learned, rpe-learned and ape-sin-learned at 1x-16x of 4.1M tokens",
@@ -158,6 +167,7 @@ SCALE = Profile(
     task_max_train=10_000,
     task_max_eval=400,
     probe={"length": 64, "n_words": 100},
+    code_versions=PUBLISHED_CODE_VERSIONS,
 )
 
 #: The cpu profile's budget, chosen by the scale study (chapter 13): 4x (8,000 steps, 16.4M
@@ -189,6 +199,7 @@ CPU = Profile(
     finetune_by_task={"cola": {"epochs": 10}},
     task_max_eval=400,
     probe=SCALE.probe,
+    code_versions=PUBLISHED_CODE_VERSIONS,
 )
 
 #: The scale trend of the key effects (issue 36, item 6): the three variants the claims compare most,
@@ -211,6 +222,33 @@ TREND = Profile(
     finetune_by_task=CPU.finetune_by_task,
     task_max_eval=CPU.task_max_eval,
     probe=CPU.probe,
+    weights_in_store=True,
+)
+
+#: Pretraining seeds of the next cpu run (issue 36, item 5): every paper variant at least two, the
+#: three the claims compare most three; the modern and untied variants one.
+PAPER_PRETRAINING_SEEDS = {v: 2 for v in PAPER_VARIANTS} | THREE_PRETRAINING_SEEDS
+
+#: The next published reproduction (issue 36): the cpu profile's models and recipe, a task suite whose
+#: tasks test position (sst2 the order-free control; cola, paws, cloze and cloze_v2 depend on word
+#: order by construction), more pretraining seeds, and the pretrained models kept in the store. It runs
+#: under this name beside the published ``cpu`` results and takes that name when it is complete.
+CPU_NEXT = Profile(
+    name="cpu-next",
+    description="the next published reproduction on a 2-core CPU: the cpu models on a task suite that tests position",
+    model=SCALE_MODEL,
+    pretrain=CPU.pretrain,
+    finetune=CPU.finetune,
+    seq_len=CPU.seq_len,
+    corpus_tokens=None,
+    tasks=("sst2", "cola", "paws", "cloze", "cloze_v2"),
+    seeds=(0, 1, 2),
+    pretrain_seeds_by_variant=PAPER_PRETRAINING_SEEDS,
+    task_max_train=CPU.task_max_train,
+    finetune_by_task={"cola": {"epochs": 10}},
+    task_max_eval=400,
+    probe=CPU.probe,
+    weights_in_store=True,
 )
 
 GPU = Profile(
@@ -233,7 +271,7 @@ GPU = Profile(
     extrapolation_tokens=1_048_576,
 )
 
-PROFILES: dict[str, Profile] = {p.name: p for p in (SMOKE, CPU, SCALE, TREND, GPU)}
+PROFILES: dict[str, Profile] = {p.name: p for p in (SMOKE, CPU, CPU_NEXT, SCALE, TREND, GPU)}
 
 
 def get_profile(name: str) -> Profile:

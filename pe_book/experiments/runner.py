@@ -27,7 +27,7 @@ from pe_book.experiments.profiles import Profile
 from pe_book.experiments.store import Artifact, Store, git_commit
 from pe_lib.errors import InputError
 from pe_lib.extrapolation import BUCKETS_PER_LENGTH, length_extrapolation
-from pe_lib.io import content_key, manifested_dir, remove_stale_parts, verified
+from pe_lib.io import MANIFEST, content_key, manifested_dir, remove_stale_parts, verified
 from pe_lib.model import PEBertConfig, PEBertForMaskedLM, quiet_transformers
 from pe_lib.positions import parse_variant
 from pe_lib.probing import ape_gram, identical_word_attention, rpe_gram
@@ -47,6 +47,8 @@ from pe_lib.training.pretrain import (MLMData, PretrainConfig, finished_result, 
 CODE_VERSIONS = {"pretrain": 1, "analysis": 1, "extrapolation": 1, "finetune": 1, "baselines": 1}
 #: Stages keyed by another stage's code version (the unigram loss is a baseline).
 CODE_STAGE = {"unigram": "baselines"}
+#: Where a pretraining artifact keeps its model, under ``Profile.weights_in_store``.
+STORED_MODEL = "model"
 
 
 #: Offsets 1..ANALYSIS_WINDOW of the stored local monotonicity (a chapter with another window
@@ -221,7 +223,12 @@ class Runner:
         return run_dir / "model" if snapshot is None else snapshot_dir(run_dir, snapshot) / "model"
 
     def has_weights(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> bool:
-        """Whether the work folder holds the finished (checksum-valid) model pretrained for ``steps``."""
+        """Whether the model pretrained for ``steps`` is at hand, checksum-valid: stored with its
+        pretraining artifact, or finished in the work folder."""
+        stage = stage_name("pretrain", pretrain_seed, snapshot=self.snapshot(steps))
+        stored = self.store.load(variant, stage, self.pretrain_config(variant, pretrain_seed, steps))
+        if stored is not None and (stored.folder / STORED_MODEL).is_dir():
+            return True
         run_dir, snapshot = self.run_dir(variant, pretrain_seed), self.snapshot(steps)
         return (finished_result(run_dir) if snapshot is None else finished_snapshot(run_dir, snapshot)) is not None
 
@@ -302,18 +309,29 @@ class Runner:
         self.timings["pretrain"] += wall
         lines = (self.run_dir(variant, pretrain_seed) / "curve.jsonl").read_text().splitlines()
         curve = [record for record in map(json.loads, filter(None, lines)) if record["step"] <= result["steps"]]
-        return self.store.save(variant, stage, config, {"result": result, "curve": curve}, wall)
+        model = self.model_dir(variant, pretrain_seed, steps)
+        copies = {f"{STORED_MODEL}/{f.name}": f for f in sorted(model.iterdir()) if f.is_file() and f.name != MANIFEST}
+        return self.store.save(variant, stage, config, {"result": result, "curve": curve}, wall,
+                               copies=copies if self.profile.weights_in_store else None)
 
-    def trained_model(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> PEBertForMaskedLM:
-        """The pretrained model (re-running pretraining if only its artifact, not its weights, is
-        here; a runner that only reads refuses to)."""
+    def weights(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> Path:
+        """The folder of the model pretrained for ``steps``: the one stored with its pretraining
+        artifact (checked against the artifact's manifest), else the work folder's, trained there
+        when missing (a runner that only reads refuses to)."""
+        stored = self.ensure_pretrained(variant, pretrain_seed, steps).folder / STORED_MODEL
+        if stored.is_dir():
+            return stored
         if not self.compute and not self.has_weights(variant, pretrain_seed, steps):
             raise MissingResult(f"{self.model_dir(variant, pretrain_seed, steps)} holds no finished model, and this runner "
                                 f"only reads: train it with `pe-lib run --profile {self.profile.name}`")
         # checks a finished run folder's (or snapshot's) manifests (fast), or trains up to it; never read unchecked
         self._pretrain(variant, pretrain_seed, steps)
+        return self.model_dir(variant, pretrain_seed, steps)
+
+    def trained_model(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> PEBertForMaskedLM:
+        """The pretrained model (:meth:`weights`)."""
         with quiet_transformers():
-            return PEBertForMaskedLM.from_pretrained(self.model_dir(variant, pretrain_seed, steps)).eval()
+            return PEBertForMaskedLM.from_pretrained(self.weights(variant, pretrain_seed, steps)).eval()
 
     def analysis_config(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> dict:
         return {"stage": "analysis", "code_version": self.code_version("analysis"),
@@ -399,8 +417,7 @@ class Runner:
         self.check_precision()
         task = self.task(task_name)
         t0 = time.perf_counter()
-        self._pretrain(variant, pretrain_seed, steps)  # makes sure the weights are on disk
-        result = finetune(self.model_dir(variant, pretrain_seed, steps), self.tokenizer, task,
+        result = finetune(self.weights(variant, pretrain_seed, steps), self.tokenizer, task,
                           replace(self.profile.finetune_for(task_name), seed=seed), progress=self.progress)
         wall = time.perf_counter() - t0
         self.timings["finetune"] += wall

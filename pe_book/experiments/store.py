@@ -13,6 +13,7 @@ import importlib.metadata
 import io
 import os
 import platform
+import shutil
 import subprocess
 import warnings
 from collections.abc import Mapping
@@ -152,8 +153,9 @@ class Store:
         return Artifact(folder, document["payload"], document["provenance"], arrays)
 
     def save(self, variant: str, stage: str, config: dict, payload: dict, wall_s: float,
-             arrays: dict[str, np.ndarray] | None = None) -> Artifact:
-        """Write an artifact atomically (arrays stored as fp16 when floating) and return it."""
+             arrays: dict[str, np.ndarray] | None = None, copies: Mapping[str, Path] | None = None) -> Artifact:
+        """Write an artifact atomically (arrays stored as fp16 when floating; ``copies``: files copied
+        in unchanged, by their name in the artifact, e.g. ``model/model.safetensors``) and return it."""
         folder = self.folder(variant, stage, config)
         document = {"payload": payload, "provenance": provenance(config, wall_s)}
         with explain_disk_full(f"artifact {folder}"), atomic_dir(folder) as work:
@@ -164,6 +166,10 @@ class Store:
                 np.savez_compressed(buffer, **{k: small(v) for k, v in arrays.items()})
                 (work / "arrays.npz").write_bytes(buffer.getvalue())
                 files.append("arrays.npz")
+            for name, source in (copies or {}).items():
+                (work / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source, work / name)
+                files.append(name)
             write_json(work / "manifest.json", {name: sha256_file(work / name) for name in files})
         return self.load(variant, stage, config)
 

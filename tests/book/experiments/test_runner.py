@@ -1,5 +1,6 @@
 import dataclasses
 import math
+import shutil
 import warnings
 
 import numpy as np
@@ -9,6 +10,7 @@ from support import StoreLockHolder
 from transformers import BertTokenizer
 
 import pe_lib.data
+import pe_lib.io
 import pe_lib.training.pretrain
 from pe_lib.data.tasks import TASKS, Task
 from pe_lib.errors import InputError
@@ -138,7 +140,7 @@ def test_a_runner_that_only_reads_refuses_what_is_missing_and_finds_what_is_stor
     assert not (runner.store.root / "ape-learned").exists() and not list(runner.work.glob("*")), "nothing computed"
     with pytest.raises(MissingResult):
         reader.with_profile(profile).ensure_analysis("ape-learned")
-    with pytest.raises(MissingResult, match=r"holds no finished model, and this runner only reads"):
+    with pytest.raises(MissingResult, match=r"ape-learned/pretrain-p0-\w+ is not stored"):
         reader.trained_model("ape-learned")
     assert not list(runner.work.glob("*")), "a reader trains no model"
     computed = runner.ensure_finetuned("ape-learned", "sst2", 1)
@@ -164,7 +166,7 @@ def test_corrupt_artifact_is_reported_and_recomputed(runner):
 
 
 def test_unknown_profile_names_the_valid_ones():
-    with pytest.raises(ValueError, match="valid profiles: smoke, cpu, scale, gpu"):
+    with pytest.raises(ValueError, match="valid profiles: smoke, cpu, cpu-next, scale, trend, gpu"):
         get_profile("laptop")
 
 
@@ -237,6 +239,34 @@ def test_a_profile_pinned_to_an_older_code_version_reads_its_results_and_adds_no
     assert runner.finetune_config("ape-learned", "sst2", 0)["code_version"] == runner_module.CODE_VERSIONS["finetune"]
     with pytest.raises(InputError, match=r"pins finetune code version \d+, which this code no longer runs"):
         pinned.ensure_finetuned("rpe-sin-learned", "sst2", 0)
+
+
+def test_a_model_kept_in_the_store_serves_later_stages_without_its_work_folder(runner, monkeypatch):
+    assert runner.profile.weights_in_store
+    runner.run(["ape-learned"])
+    pretrained = runner.ensure_pretrained("ape-learned")
+    assert (pretrained.folder / "model" / "model.safetensors").exists()
+    assert "model/model.safetensors" in pe_lib.io.read_json(pretrained.folder / "manifest.json")
+    first = runner.ensure_finetuned("ape-learned", "sst2", 1).payload
+    shutil.rmtree(runner.work / runner.profile.name)  # the machine that trained it is gone
+    shutil.rmtree(runner.ensure_finetuned("ape-learned", "sst2", 1).folder)
+    monkeypatch.setattr(runner_module, "pretrain", lambda *a, **k: pytest.fail("pretrained again"))
+    assert runner.has_weights("ape-learned")
+    again = runner.ensure_finetuned("ape-learned", "sst2", 1).payload
+    assert {k: v for k, v in again.items() if k != "wall_s"} == {k: v for k, v in first.items() if k != "wall_s"}
+
+
+def test_a_reader_without_the_weights_of_a_stored_pretraining_trains_no_model(runner, profile):
+    plain = dataclasses.replace(profile, weights_in_store=False)
+    writer = Runner(plain, runner.store.root.parent, runner.work, progress=False, tokenizer=runner.tokenizer,
+                    data=runner.mlm_data())
+    assert not (writer.ensure_pretrained("ape-learned").folder / "model").exists()
+    shutil.rmtree(runner.work / profile.name)
+    reader = Runner(plain, runner.store.root.parent, runner.work, progress=False, tokenizer=runner.tokenizer,
+                    data=runner.mlm_data(), compute=False)
+    assert not reader.has_weights("ape-learned")
+    with pytest.raises(MissingResult, match=r"holds no finished model, and this runner only reads"):
+        reader.trained_model("ape-learned")
 
 
 def test_task_key_follows_the_examples_not_the_card(runner, monkeypatch):
