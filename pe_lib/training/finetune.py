@@ -15,13 +15,15 @@ import os
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 from transformers import get_linear_schedule_with_warmup
 
+from pe_lib.errors import InputError
 from pe_lib.model import PEBertForQuestionAnswering, PEBertForSequenceClassification, quiet_transformers
 from pe_lib.training import metrics
 from pe_lib.training.pretrain import PRECISIONS, autocast, param_groups, step_seed, use_bf16
@@ -118,25 +120,119 @@ def answer_tokens(answers: dict, offsets, in_context: list[bool]) -> tuple[int, 
     return start, end
 
 
-def collate(features: list[dict], pad_id: int) -> dict[str, torch.Tensor]:
-    """Pad to the longest sequence of the batch."""
-    n = max(len(f["input_ids"]) for f in features)
-    ids = torch.full((len(features), n), pad_id, dtype=torch.long)  # (B, n)
-    types = torch.zeros_like(ids)  # (B, n)
-    for row, f in enumerate(features):
-        ids[row, : len(f["input_ids"])] = torch.tensor(f["input_ids"])
-        types[row, : len(f["token_type_ids"])] = torch.tensor(f["token_type_ids"])
-    batch = {"input_ids": ids, "token_type_ids": types, "attention_mask": (ids != pad_id).long()}
-    for key in ("labels", "start_positions", "end_positions"):
-        if key in features[0]:
-            batch[key] = torch.tensor([f[key] for f in features])
-    return batch
+#: What a feature's label is called, by task kind: one per sequence, or the answer's token span.
+TARGETS = ("labels", "start_positions", "end_positions")
 
 
-def batches(features: list[dict], size: int, pad_id: int, order: np.ndarray | None = None) -> Iterator[dict]:
-    order = np.arange(len(features)) if order is None else order
-    for start in range(0, len(order), size):
-        yield collate([features[i] for i in order[start : start + size]], pad_id)
+@dataclass(frozen=True)
+class Encoded:
+    """The features of one split, padded once into tensors: a batch is a selection of rows cut to
+    its own longest feature (dynamic padding), sliced rather than built from lists."""
+    features: list[dict]  # as built by sentence_features or span_features (span decoding reads them)
+    input_ids: torch.Tensor  # (N, n_max), the pad id beyond each feature's length
+    token_type_ids: torch.Tensor  # (N, n_max)
+    lengths: np.ndarray  # (N,) tokens of each feature
+    targets: dict[str, torch.Tensor]  # the TARGETS the features carry, each (N,)
+
+    @classmethod
+    def of(cls, features: list[dict], pad_id: int) -> Encoded:
+        lengths = np.array([len(f["input_ids"]) for f in features])
+        ids = np.full((len(features), lengths.max()), pad_id, dtype=np.int64)  # (N, n_max)
+        types = np.zeros_like(ids)  # (N, n_max)
+        for row, f in enumerate(features):
+            ids[row, : lengths[row]] = f["input_ids"]
+            types[row, : lengths[row]] = f["token_type_ids"]
+        targets = {key: torch.tensor([f[key] for f in features]) for key in TARGETS if key in features[0]}
+        return cls(features, torch.from_numpy(ids), torch.from_numpy(types), lengths, targets)
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def batch(self, rows: np.ndarray) -> dict[str, torch.Tensor]:
+        """The features ``rows``, padded to the longest of them, with their attention mask and targets."""
+        index = torch.from_numpy(rows)
+        lengths = torch.from_numpy(self.lengths[rows])  # (B,)
+        n = int(lengths.max())
+        batch = {"input_ids": self.input_ids[index, :n], "token_type_ids": self.token_type_ids[index, :n],  # (B, n) each
+                 "attention_mask": (torch.arange(n)[None, :] < lengths[:, None]).long()}  # (B, n)
+        return batch | {key: target[index] for key, target in self.targets.items()}  # (B,) each
+
+
+@dataclass(frozen=True)
+class TaskFeatures:
+    """Every split of a task as :class:`Encoded` features, built once by :func:`task_features` and
+    reused by every fine-tuning of the task whose configuration cuts sequences the same way."""
+    task: str
+    cut: dict  # the FinetuneConfig fields the features were cut with (feature_cut)
+    examples: dict[str, int]  # examples of each split they were built from (a span task has more features)
+    splits: dict[str, Encoded]
+
+    def refusal(self, task, cfg: FinetuneConfig) -> str | None:
+        """Why these features are not ``task``'s as ``cfg`` cuts it (one line), or None when they are."""
+        examples = {name: len(task.splits[name]) for name in self.splits}
+        if (self.task, self.cut, self.examples) == (task.meta.name, feature_cut(cfg), examples):
+            return None
+        return (f"features of task {self.task!r} cut with {self.cut} from {self.examples} examples given to fine-tune "
+                f"{task.meta.name!r} cut with {feature_cut(cfg)} from {examples} examples: build them with "
+                f"task_features(tokenizer, task, cfg)")
+
+
+def feature_cut(cfg: FinetuneConfig) -> dict:
+    """The configuration fields that shape a task's features: the lengths sequences are cut to."""
+    return {"max_seq_len": cfg.max_seq_len, "doc_stride": cfg.doc_stride, "max_question_len": cfg.max_question_len}
+
+
+def task_features(tokenizer, task, cfg: FinetuneConfig) -> TaskFeatures:
+    """The features of ``task``'s train, validation and test splits, tokenised with ``tokenizer``
+    and cut as ``cfg`` asks: span tasks train on labelled windows and are scored on windows that
+    keep their question id and character offsets."""
+    splits = {}
+    for name in ("train", "validation", "test"):
+        if task.meta.kind == "span":
+            features = span_features(tokenizer, task.splits[name], cfg, with_labels=name == "train")
+        else:
+            features = sentence_features(tokenizer, task.splits[name], task.text_columns, cfg.max_seq_len)
+        splits[name] = Encoded.of(features, tokenizer.pad_token_id)
+    return TaskFeatures(task.meta.name, feature_cut(cfg), {name: len(task.splits[name]) for name in splits}, splits)
+
+
+#: Batches in a mega-batch of length grouping (HuggingFace's ``group_by_length`` uses 50).
+MEGABATCH = 50
+
+
+def train_batches(lengths: np.ndarray, batch_size: int, seed: int, epoch: int, group_by_length: bool) -> list[np.ndarray]:
+    """The rows of each training batch of an epoch, from the permutation seeded by ``(seed, epoch)``.
+    Without grouping: consecutive slices of it. With grouping: it is cut into mega-batches of
+    MEGABATCH batches, each sorted by length (longest first, ties in permutation order) and cut
+    into batches, and the batches of all mega-batches are shuffled by the same generator."""
+    rng = np.random.default_rng([seed, epoch])
+    order = rng.permutation(len(lengths))
+    if group_by_length:
+        megabatches = np.split(order, range(MEGABATCH * batch_size, len(order), MEGABATCH * batch_size))
+        order = np.concatenate([m[np.argsort(-lengths[m], kind="stable")] for m in megabatches])
+    batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+    return [batches[i] for i in rng.permutation(len(batches))] if group_by_length else batches
+
+
+def eval_batches(lengths: np.ndarray, batch_size: int, group_by_length: bool) -> list[np.ndarray]:
+    """The rows of each evaluation batch: in order of length (shortest first) with grouping, else in order."""
+    order = np.argsort(lengths, kind="stable") if group_by_length else np.arange(len(lengths))
+    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+
+
+@dataclass
+class Tally:
+    """Where a fine-tuning's time went, for the benchmark (``finetune(..., tally=Tally())``):
+    seconds by phase, and the tokens of its training batches without and with padding."""
+    seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    tokens: int = 0  # non-padding tokens of the training batches
+    padded_tokens: int = 0  # batch size x longest feature, summed over the training batches
+
+    @contextmanager
+    def phase(self, name: str):
+        start = time.perf_counter()
+        yield
+        self.seconds[name] += time.perf_counter() - start
 
 
 # ----------------------------------------------------------------------------- decoding
@@ -216,8 +312,9 @@ def decode_spans(features: list[dict], starts: np.ndarray, ends: np.ndarray, con
 # ----------------------------------------------------------------------------- loops
 
 
-def train(model, features: list[dict], cfg: FinetuneConfig, pad_id: int, bf16: bool, desc: str, progress: bool) -> None:
-    steps_per_epoch = math.ceil(len(features) / cfg.batch_size)
+def train(model, encoded: Encoded, cfg: FinetuneConfig, bf16: bool, desc: str, progress: bool, group_by_length: bool,
+          tally: Tally) -> None:
+    steps_per_epoch = math.ceil(len(encoded) / cfg.batch_size)
     total = max(1, round(cfg.epochs * steps_per_epoch))
     optimizer = torch.optim.AdamW(param_groups(model, cfg.weight_decay), lr=cfg.lr, eps=1e-6)
     scheduler = get_linear_schedule_with_warmup(optimizer, round(cfg.warmup_ratio * total), total)
@@ -225,45 +322,56 @@ def train(model, features: list[dict], cfg: FinetuneConfig, pad_id: int, bf16: b
     step = 0
     with tqdm(total=total, desc=desc, disable=not progress, unit="step") as bar:
         for epoch in range(math.ceil(cfg.epochs)):
-            order = np.random.default_rng([cfg.seed, epoch]).permutation(len(features))
-            for batch in batches(features, cfg.batch_size, pad_id, order):
+            for rows in train_batches(encoded.lengths, cfg.batch_size, cfg.seed, epoch, group_by_length):
                 if step == total:
                     return
-                torch.manual_seed(step_seed(cfg.seed, step, 0, 3))  # dropout
-                with autocast(model.device, bf16):
-                    loss = model(**{k: v.to(model.device) for k, v in batch.items()}).loss
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad(set_to_none=True)
+                with tally.phase("collation"):
+                    batch = encoded.batch(rows)
+                tally.tokens += int(encoded.lengths[rows].sum())
+                tally.padded_tokens += batch["input_ids"].numel()
+                with tally.phase("forward and backward"):
+                    torch.manual_seed(step_seed(cfg.seed, step, 0, 3))  # dropout
+                    with autocast(model.device, bf16):
+                        loss = model(**{k: v.to(model.device) for k, v in batch.items()}).loss
+                    loss.backward()
+                with tally.phase("optimiser"):
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                    optimizer.step()
+                    scheduler.step()
+                    optimizer.zero_grad(set_to_none=True)
                 step += 1
                 bar.update(1)
-                bar.set_postfix(loss=f"{loss.item():.3f}")
+                if progress:
+                    bar.set_postfix(loss=f"{loss.item():.3f}")
 
 
 @torch.no_grad()
-def outputs(model, features: list[dict], cfg: FinetuneConfig, pad_id: int, bf16: bool) -> Iterator[tuple[dict, object]]:
-    """(batch, model output) over ``features`` in order, in evaluation mode."""
+def outputs(model, encoded: Encoded, cfg: FinetuneConfig, bf16: bool, group_by_length: bool) -> Iterator[tuple[np.ndarray, object]]:
+    """(rows, model output) over batches of ``encoded``, in evaluation mode."""
     model.eval()
-    for batch in batches(features, cfg.eval_batch_size, pad_id):
+    for rows in eval_batches(encoded.lengths, cfg.eval_batch_size, group_by_length):
+        batch = encoded.batch(rows)
         inputs = {k: batch[k].to(model.device) for k in ("input_ids", "token_type_ids", "attention_mask")}
         with autocast(model.device, bf16):
-            yield batch, model(**inputs)
+            yield rows, model(**inputs)
 
 
-def predict_logits(model, features, cfg, pad_id, bf16) -> np.ndarray:
-    """Sequence-level logits, shape (N, num_labels)."""
-    return np.concatenate([out.logits.float().cpu().numpy() for _, out in outputs(model, features, cfg, pad_id, bf16)])
+def predict_logits(model, encoded, cfg, bf16, group_by_length) -> np.ndarray:
+    """Sequence-level logits in the order of the features, shape (N, num_labels)."""
+    rows, logits = zip(*[(rows, out.logits.float().cpu().numpy())
+                         for rows, out in outputs(model, encoded, cfg, bf16, group_by_length)])
+    ordered = np.empty((len(encoded), logits[0].shape[1]), dtype=logits[0].dtype)  # (N, num_labels)
+    ordered[np.concatenate(rows)] = np.concatenate(logits)
+    return ordered
 
 
-def predict_spans(model, features, cfg, pad_id, bf16) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Start and end logits of every feature, each cut to the feature's length."""
-    starts, ends = [], []
-    for batch, out in outputs(model, features, cfg, pad_id, bf16):
-        for row, n in enumerate(batch["attention_mask"].sum(1).tolist()):
-            starts.append(out.start_logits[row, :n].float().cpu().numpy())
-            ends.append(out.end_logits[row, :n].float().cpu().numpy())
+def predict_spans(model, encoded, cfg, bf16, group_by_length) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Start and end logits of every feature in order, each cut to the feature's length."""
+    starts, ends = [None] * len(encoded), [None] * len(encoded)
+    for rows, out in outputs(model, encoded, cfg, bf16, group_by_length):
+        start_logits, end_logits = out.start_logits.float().cpu().numpy(), out.end_logits.float().cpu().numpy()  # (B, n) each
+        for i, row in enumerate(rows):
+            starts[row], ends[row] = start_logits[i, : encoded.lengths[row]], end_logits[i, : encoded.lengths[row]]
     return starts, ends
 
 
@@ -281,47 +389,57 @@ def training_device() -> torch.device:
     return PartialState(cpu=not torch.cuda.is_available()).device
 
 
-def finetune(model_dir: str | os.PathLike, tokenizer, task, cfg: FinetuneConfig, progress: bool = True) -> dict:
+def finetune(model_dir: str | os.PathLike, tokenizer, task, cfg: FinetuneConfig, progress: bool = True,
+             features: TaskFeatures | None = None, group_by_length: bool = True, tally: Tally | None = None) -> dict:
     """Fine-tune the pretrained model in ``model_dir`` on ``task`` (a ``pe_lib.data.Task``) and
-    score it on the validation and test splits. Returns ``{"validation": {...}, "test": {...}, ...}``."""
+    score it on the validation and test splits. Returns ``{"validation": {...}, "test": {...}, ...}``.
+
+    ``features``: the task's :func:`task_features` for ``cfg``'s cut, when already built (they
+    depend on the task, the tokenizer and :func:`feature_cut` only, so every seed and model shares
+    them); built here when not given. ``group_by_length=False`` trains on batches of a plain
+    permutation and evaluates in order (code version 1's batches; the benchmark's "before").
+    ``tally`` receives where the time went."""
     for split in ("train", "validation", "test"):
         if split not in task.splits or len(task.splits[split]) == 0:
             raise ValueError(f"task {task.meta.name!r}: split {split!r} is missing or empty")
+    if features is not None and (refusal := features.refusal(task, cfg)) is not None:
+        raise InputError(refusal)
     started = time.perf_counter()
+    tally = tally if tally is not None else Tally()
     device = training_device()
     bf16 = use_bf16(cfg.precision, device)
-    pad_id = tokenizer.pad_token_id
     span = task.meta.kind == "span"
-    torch.manual_seed(step_seed(cfg.seed, 0, 0, 4))  # head initialisation
-    with quiet_transformers():  # the new head's "newly initialised" notice is expected
-        if span:
-            model = PEBertForQuestionAnswering.from_pretrained(model_dir)
-        else:
-            names = dict(enumerate(task.meta.label_names))  # pipelines and tables show "positive", not LABEL_1
-            labels = {"id2label": names, "label2id": {name: i for i, name in names.items()}} if names else {}
-            model = PEBertForSequenceClassification.from_pretrained(model_dir, num_labels=task.meta.num_labels,
-                                                                    **labels)
-    model.to(device)
-    if span:
-        train_features = span_features(tokenizer, task.splits["train"], cfg, with_labels=True)
-    else:
-        train_features = sentence_features(tokenizer, task.splits["train"], task.text_columns, cfg.max_seq_len)
-    train(model, train_features, cfg, pad_id, bf16, f"finetune {task.meta.name}", progress)
+    with tally.phase("model"):
+        torch.manual_seed(step_seed(cfg.seed, 0, 0, 4))  # head initialisation
+        with quiet_transformers():  # the new head's "newly initialised" notice is expected
+            if span:
+                model = PEBertForQuestionAnswering.from_pretrained(model_dir)
+            else:
+                names = dict(enumerate(task.meta.label_names))  # pipelines and tables show "positive", not LABEL_1
+                labels = {"id2label": names, "label2id": {name: i for i, name in names.items()}} if names else {}
+                model = PEBertForSequenceClassification.from_pretrained(model_dir, num_labels=task.meta.num_labels,
+                                                                        **labels)
+        model.to(device)
+    if features is None:
+        with tally.phase("features"):
+            features = task_features(tokenizer, task, cfg)
+    with tally.phase("training"):
+        train(model, features.splits["train"], cfg, bf16, f"finetune {task.meta.name}", progress, group_by_length, tally)
 
     result = {"task": task.meta.name, "origin": task.origin, "config": asdict(cfg), "train_examples": len(task.splits["train"])}
-    for split_name in ("validation", "test"):  # validation first: SQuAD v2's null threshold is chosen on it
-        split = task.splits[split_name]
-        if span:
-            features = span_features(tokenizer, split, cfg, with_labels=False)
-            starts, ends = predict_spans(model, features, cfg, pad_id, bf16)
-            contexts = dict(zip(list(split["id"]), list(split["context"])))
-            candidates = span_candidates(features, starts, ends, contexts, cfg.max_answer_len)
-            golds = {qid: list(a["text"]) for qid, a in zip(list(split["id"]), list(split["answers"]))}
-            if task.meta.version_2_with_negative and "null_threshold" not in result:
-                result["null_threshold"] = best_null_threshold(candidates, golds)
-            result[split_name] = metrics.squad_scores(answers_at(candidates, result.get("null_threshold")), golds)
-        else:
-            features = sentence_features(tokenizer, split, task.text_columns, cfg.max_seq_len)
-            result[split_name] = score_sentences(task, predict_logits(model, features, cfg, pad_id, bf16), split)
+    with tally.phase("evaluation"):
+        for split_name in ("validation", "test"):  # validation first: SQuAD v2's null threshold is chosen on it
+            split, encoded = task.splits[split_name], features.splits[split_name]
+            if span:
+                starts, ends = predict_spans(model, encoded, cfg, bf16, group_by_length)
+                contexts = dict(zip(list(split["id"]), list(split["context"])))
+                candidates = span_candidates(encoded.features, starts, ends, contexts, cfg.max_answer_len)
+                golds = {qid: list(a["text"]) for qid, a in zip(list(split["id"]), list(split["answers"]))}
+                if task.meta.version_2_with_negative and "null_threshold" not in result:
+                    result["null_threshold"] = best_null_threshold(candidates, golds)
+                result[split_name] = metrics.squad_scores(answers_at(candidates, result.get("null_threshold")), golds)
+            else:
+                logits = predict_logits(model, encoded, cfg, bf16, group_by_length)
+                result[split_name] = score_sentences(task, logits, split)
     result["wall_s"] = time.perf_counter() - started
     return result

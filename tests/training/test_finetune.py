@@ -1,11 +1,17 @@
+from dataclasses import replace
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
+import torch
 from datasets import Dataset, DatasetDict
 from transformers import BertTokenizer
 
 from pe_lib import PEBertForMaskedLM
 from pe_lib.data.tasks import TASKS, Task
-from pe_lib.training.finetune import FinetuneConfig, answer_tokens, decode_spans, finetune, span_features
+from pe_lib.errors import InputError
+from pe_lib.training.finetune import (Encoded, FinetuneConfig, Tally, answer_tokens, decode_spans, finetune, predict_logits,
+                                      predict_spans, span_features, task_features, train_batches)
 
 WORDS = "good bad great awful fine poor film plot actor scene music story was is the a and cat dog sat on mat".split()
 
@@ -146,3 +152,106 @@ def test_finetune_runs_on_the_device_pretraining_uses(model_dir, tokenizer, monk
     assert autocast_devices and set(autocast_devices) == {chosen}  # every training and evaluation batch
     assert model.config.id2label == {0: "negative", 1: "positive"}
     assert model.config.label2id == {"negative": 0, "positive": 1}
+
+
+# ----------------------------------------------------------------------------- batches and features
+
+
+class EchoModel(torch.nn.Module):
+    """Outputs that name their input: a sequence's logits are the sum and the length of its ids,
+    a token's start and end logits its id (padding excluded), so a prediction shows whose it is."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.zeros(1))
+
+    @property
+    def device(self):
+        return self.weight.device
+
+    def forward(self, input_ids, token_type_ids, attention_mask):
+        ids = (input_ids * attention_mask).float()  # (B, n)
+        logits = torch.stack([ids.sum(1), attention_mask.sum(1).float()], dim=1)  # (B, 2)
+        return SimpleNamespace(logits=logits, start_logits=ids, end_logits=-ids)
+
+
+def encoded_rows(lengths, pad_id=0):
+    features = [{"input_ids": list(range(5, 5 + n)), "token_type_ids": [0] * n, "labels": i % 2} for i, n in enumerate(lengths)]
+    return features, Encoded.of(features, pad_id)
+
+
+@pytest.mark.parametrize("group_by_length", [True, False])
+def test_predictions_come_back_in_feature_order(group_by_length):
+    lengths = [3, 9, 1, 7, 7, 2, 12, 5, 4, 10, 6]
+    features, encoded = encoded_rows(lengths)
+    cfg = FinetuneConfig(eval_batch_size=4)
+    logits = predict_logits(EchoModel(), encoded, cfg, False, group_by_length)
+    np.testing.assert_array_equal(logits, [[sum(f["input_ids"]), len(f["input_ids"])] for f in features])
+    starts, ends = predict_spans(EchoModel(), encoded, cfg, False, group_by_length)
+    for f, start, end in zip(features, starts, ends):
+        np.testing.assert_array_equal(start, f["input_ids"])  # cut to the feature's own length
+        np.testing.assert_array_equal(end, -np.array(f["input_ids"]))
+
+
+def test_a_batch_is_the_features_padded_to_their_longest():
+    features, encoded = encoded_rows([3, 9, 1, 7])
+    batch = encoded.batch(np.array([2, 0]))
+    assert batch["input_ids"].tolist() == [[5, 0, 0], [5, 6, 7]]
+    assert batch["attention_mask"].tolist() == [[1, 0, 0], [1, 1, 1]]
+    assert batch["token_type_ids"].shape == (2, 3) and batch["labels"].tolist() == [0, 0]
+
+
+def test_ungrouped_batches_are_slices_of_the_seeded_permutation():
+    """Code version 1's batches: consecutive slices of the permutation seeded by (seed, epoch)."""
+    lengths = np.random.default_rng(1).integers(1, 60, size=203)
+    for epoch in (0, 1):
+        order = np.random.default_rng([7, epoch]).permutation(203)
+        batches = train_batches(lengths, 16, 7, epoch, group_by_length=False)
+        assert [b.tolist() for b in batches] == [order[i : i + 16].tolist() for i in range(0, 203, 16)]
+
+
+def test_grouped_batches_hold_every_row_once_and_less_padding():
+    lengths = np.random.default_rng(1).integers(1, 120, size=5003)
+    plain = train_batches(lengths, 32, 3, 0, group_by_length=False)
+    grouped = train_batches(lengths, 32, 3, 0, group_by_length=True)
+    assert sorted(np.concatenate(grouped).tolist()) == list(range(5003))
+    assert sorted(len(b) for b in grouped) == sorted(len(b) for b in plain)  # one short batch, as before
+    padded = lambda batches: sum(len(b) * lengths[b].max() for b in batches)  # noqa: E731
+    assert padded(grouped) < 0.8 * padded(plain)
+    assert [b.tolist() for b in grouped] != [b.tolist() for b in train_batches(lengths, 32, 3, 1, True)]  # reshuffled each epoch
+
+
+def test_features_of_another_cut_or_task_are_refused(model_dir, tokenizer):
+    task = sentiment_task()
+    cfg = FinetuneConfig(epochs=1, batch_size=16, max_seq_len=32, doc_stride=8, precision="fp32")
+    features = task_features(tokenizer, task, replace(cfg, max_seq_len=24))
+    with pytest.raises(InputError, match=r"cut with .*'max_seq_len': 24.* build them with task_features") as error:
+        finetune(model_dir, tokenizer, task, cfg, progress=False, features=features)
+    assert "\n" not in str(error.value)
+    stsb = Task(TASKS["stsb"].meta, task.splits, "test-fixture")
+    with pytest.raises(InputError, match="features of task 'sst2'.* 'stsb'"):
+        finetune(model_dir, tokenizer, stsb, cfg, progress=False, features=task_features(tokenizer, task, cfg))
+    fewer = Task(task.meta, DatasetDict({**task.splits, "train": task.splits["train"].select(range(32))}), "test-fixture")
+    with pytest.raises(InputError, match=r"from \{.train.: 64, .*from \{.train.: 32"):
+        finetune(model_dir, tokenizer, fewer, cfg, progress=False, features=task_features(tokenizer, task, cfg))
+
+
+@pytest.mark.parametrize("group_by_length", [True, False])
+def test_given_features_fine_tune_as_built_ones(model_dir, tokenizer, group_by_length):
+    task = sentiment_task()
+    cfg = FinetuneConfig(epochs=2, batch_size=16, max_seq_len=32, doc_stride=8, precision="fp32", seed=1)
+    built = finetune(model_dir, tokenizer, task, cfg, progress=False, group_by_length=group_by_length)
+    given = finetune(model_dir, tokenizer, task, cfg, progress=False, group_by_length=group_by_length,
+                     features=task_features(tokenizer, task, cfg))
+    assert (given["validation"], given["test"]) == (built["validation"], built["test"])
+
+
+def test_tally_counts_the_tokens_and_the_padding(model_dir, tokenizer):
+    task = sentiment_task()
+    cfg = FinetuneConfig(epochs=1, batch_size=16, max_seq_len=32, doc_stride=8, precision="fp32")
+    tally = Tally()
+    finetune(model_dir, tokenizer, task, cfg, progress=False, tally=tally)
+    train = task_features(tokenizer, task, cfg).splits["train"]
+    assert tally.tokens == int(train.lengths.sum())
+    assert tally.tokens <= tally.padded_tokens <= len(train) * int(train.lengths.max())
+    assert {"model", "features", "training", "collation", "forward and backward", "optimiser", "evaluation"} <= set(tally.seconds)
