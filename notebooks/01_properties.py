@@ -219,7 +219,8 @@ result.trained_ape.rename(columns=SHORT).style.format("{:.3f}", na_rep="n/a").se
 # %% [markdown]
 # Dot products $p_x \cdot p_y$ of the pretrained absolute embeddings. Fixed sinusoidal APE keeps
 # translation invariance {glue:text}`trained_ape_sin_ti:.3f` whatever training does; the learnable
-# APE, which starts near the random $D / (n + D)$, now scores {glue:text}`trained_ape_learned_ti:.3f`
+# APE, whose table starts from {glue:text}`trained_init` in profile {glue:text}`profile_name`'s
+# recipe (not from the random vectors above), now scores {glue:text}`trained_ape_learned_ti:.3f`
 # on translation invariance and {glue:text}`trained_ape_learned_mono:.3f` on monotonicity. How far
 # a profile's models move from their initialisation depends on how long they are trained: the smoke
 # profile's few steps barely move them; the cpu profile is the reproduction.

@@ -78,9 +78,11 @@ for state in ("trained", "init"):
 # ## The paper's figure
 #
 # {numref}`fig-paper-trained` is the paper's figure redrawn from the models of profile
-# {glue:text}`profile_name` after pretraining, {numref}`fig-paper-init` the same panels at
-# initialisation (the same random seed as pretraining). Panels whose variant was not run are left
-# empty (here: {glue:text}`panels_missing`).
+# {glue:text}`profile_name` after pretraining (pretraining seed 0 of each variant: the maps of one
+# model, not an average over seeds), {numref}`fig-paper-init` the same panels at initialisation
+# (the same random seed as pretraining). In this recipe the learned tables start from
+# {glue:text}`learned_init`; a panel whose map is constant says so instead of showing one flat
+# colour. Panels whose variant was not run say "not in this run" (here: {glue:text}`panels_missing`).
 #
 # ```{glue:figure} fig_paper_trained
 # :alt: Six heatmaps of dot products between position vectors after pretraining
@@ -140,36 +142,34 @@ SHORT = {"monotonicity": "mono.", "monotonicity_local": "local mono.", "translat
 
 # %% [markdown]
 # **Diagonal brightness.** After pretraining, the diagonal contrast of fully learnable APE is
-# {glue:text}`apel_contrast:.3f` ({glue:text}`apel_contrast_init:.3f` at initialisation), that of
-# learnable sinusoidal APE {glue:text}`apesl_contrast:.3f` ({glue:text}`apesl_contrast_init:.3f`
-# at initialisation) and that of fixed sinusoidal APE {glue:text}`apes_contrast:.3f`. The largest
+# {glue:text}`apel_contrast:.3f` ({glue:text}`apel_contrast_init_text`), that of
+# learnable sinusoidal APE {glue:text}`apesl_contrast:.3f` ({glue:text}`apesl_contrast_init_text`)
+# and that of fixed sinusoidal APE {glue:text}`apes_contrast:.3f`. The largest
 # among the absolute embeddings of this run is {glue:text}`top_contrast_variant`'s
 # ({glue:text}`top_contrast:.3f`), which {glue:text}`top_agrees` the paper's observation that the
 # learnable sinusoidal APE has the brightest diagonal. A sinusoidal APE starts with a bright
 # diagonal (its $\psi(x - y)$ decreases near 0, chapter {ref}`sinusoid`); a fully learnable one
-# starts from random vectors, so whatever diagonal it shows was learned.
+# starts from {glue:text}`learned_init`, so whatever diagonal it shows was learned.
 #
 # **Adding an RPE.** The cosine maps of the APE alone and of the APE combined with fully learnable
 # RPE correlate at {glue:text}`apesl_similarity_trained:.3f` for learnable sinusoidal APE (the two
-# start from the same frequencies: {glue:text}`apesl_similarity_init:.3f` at initialisation) and
-# at {glue:text}`apel_similarity_trained:.3f` for fully learnable APE (the two models draw
-# different random vectors: {glue:text}`apel_similarity_init:.3f` at initialisation, so only a
-# pattern that both learned can raise it). With RPE, the diagonal contrasts are
-# {glue:text}`apel_rpel_contrast:.3f` (fully learnable APE) and {glue:text}`apesl_rpel_contrast:.3f`
-# (learnable sinusoidal APE), to compare with {glue:text}`apel_contrast:.3f` and
-# {glue:text}`apesl_contrast:.3f` without: close values mean that the RPE changed the APE's
-# picture little, as the paper reports.
+# start from the same frequencies: {glue:text}`apesl_similarity_init_text`) and at
+# {glue:text}`apel_similarity_trained:.3f` for fully learnable APE
+# ({glue:text}`apel_similarity_init_text`; only a pattern that both models learned can raise it).
+# With RPE, the diagonal contrasts are {glue:text}`apel_rpel_contrast:.3f` (fully learnable APE)
+# and {glue:text}`apesl_rpel_contrast:.3f` (learnable sinusoidal APE), to compare with
+# {glue:text}`apel_contrast:.3f` and {glue:text}`apesl_contrast:.3f` without: {glue:text}`rpe_effect`.
 #
 # **Bands of the fully learnable RPE.** The norm ratio of the fully learnable RPE is
-# {glue:text}`rpel_norm_ratio:.2f` after pretraining ({glue:text}`rpel_norm_ratio_init:.2f` at
-# initialisation) and {glue:text}`apel_rpel_norm_ratio:.2f` with fully learnable APE
-# ({glue:text}`apel_rpel_norm_ratio_init:.2f` at initialisation); the large offsets have a mean
+# {glue:text}`rpel_norm_ratio:.2f` after pretraining ({glue:text}`rpel_norm_ratio_init_text`) and
+# {glue:text}`apel_rpel_norm_ratio:.2f` with fully learnable APE
+# ({glue:text}`apel_rpel_norm_ratio_init_text`); the large offsets have a mean
 # cosine of {glue:text}`rpel_large_cos:.3f` (alone) and {glue:text}`apel_rpel_large_cos:.3f`
 # (combined), the small ones {glue:text}`rpel_small_cos:.3f` and
 # {glue:text}`apel_rpel_small_cos:.3f`. The paper's bands correspond to a norm ratio well above 1
-# and its "dark, similar" large offsets to a large-offset cosine near 1; random initial vectors
-# give a ratio near 1 and cosines near 0, so the distance from the initial values is what
-# pretraining did. Offsets beyond $\pm k$ share the vector of $\pm k$ (clipping,
+# and its "dark, similar" large offsets to a large-offset cosine near 1. Random initial vectors
+# would give a ratio near 1 and cosines near 0, and zero vectors no ratio at all, so whatever
+# ratio and cosines the tables show after pretraining were learned. Offsets beyond $\pm k$ share the vector of $\pm k$ (clipping,
 # {cite:t}`shaw2018self`), which by itself makes far positions alike in attention.
 #
 # ## Every other variant

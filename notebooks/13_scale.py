@@ -299,7 +299,7 @@ study.cpu_costs.style.format({"tokens": "{:,.0f}", "pretraining (h)": "{:.1f}", 
 # %% [markdown]
 # ## The cpu profile's budget
 #
-# Profile `{glue:text}`cpu_name`` pretrains every model for {glue:text}`cpu_tokens`:
+# Profile {glue:text}`cpu_name` pretrains every model for {glue:text}`cpu_tokens`:
 # {glue:text}`cpu_standing`. It is the study's recipe stopped at that budget (an anytime schedule:
 # the same learning rate at every step as the study's runs), except for: {glue:text}`cpu_recipe`.
 # The study's verdicts at that budget, and the same criteria computed on the cpu profile's own

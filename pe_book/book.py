@@ -274,12 +274,21 @@ class _Text(str):
         p.text(str(self))
 
 
+#: What a glued NaN reads as: a chapter's number of a variant (or task) that this run left out. A
+#: value that is undefined for another reason is glued as words by its chapter, never as NaN.
+NOT_RUN = "not run"
+
+
 def glue(name: str, value: Any, display: bool = False) -> None:
     """``myst_nb.glue`` for the book's notebooks: hidden by default, numpy scalars become Python
-    numbers (so that ``{glue:text}`name:.2f``` can format them), strings are shown without
-    quotes, and it works where myst-nb is not installed (e.g. Colab), writing the same output."""
+    numbers (so that ``{glue:text}`name:.2f``` can format them), a NaN becomes the words
+    :data:`NOT_RUN` (shown as they are whatever the format, see :mod:`pe_book.sphinx_glue`), strings
+    are shown without quotes, and it works where myst-nb is not installed (e.g. Colab), writing the
+    same output."""
     if hasattr(value, "item") and getattr(value, "ndim", None) == 0:
         value = value.item()
+    if isinstance(value, float) and value != value:  # NaN
+        value = NOT_RUN
     if isinstance(value, str):
         value = _Text(value)  # {glue:text} shows text/plain: without quotes
     try:

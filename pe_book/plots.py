@@ -5,6 +5,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import seaborn as sns
 
@@ -33,19 +34,40 @@ def score_panels(per_seed: pd.DataFrame, columns: Sequence[str], order: Sequence
     return fig
 
 
+#: Colour bars of heatmap panels: slim, beside each panel (every panel has its own scale).
+COLORBAR = {"shrink": 0.75, "pad": 0.02, "aspect": 25}
+
+
+def constant_value(matrix) -> float | None:
+    """The one value of a matrix whose entries are all equal (e.g. a table that starts at zero), else None."""
+    values = np.asarray(matrix, dtype=float)
+    return float(values.flat[0]) if values.size and np.all(values == values.flat[0]) else None
+
+
+def constant_panel(ax, title: str, value: float, fontsize: float = 9) -> None:
+    """A panel that says its map is constant, instead of one flat colour that reads as a blank."""
+    ax.set_axis_off()
+    ax.text(0.5, 0.5, f"{title}\nevery entry {value:g}", ha="center", va="center", fontsize=fontsize)
+
+
 def heatmaps(maps: Mapping[str, object], ncols: int | None = None, size: float = 3.0, title_size: float = 10,
              title_height: float = 0.0, robust: bool = False, axis_labels: tuple[str, str] | None = None):
-    """A grid of square heatmaps without ticks or colour bars, one per ``name: matrix`` of
-    ``maps`` (at least one panel), ``ncols`` per row (default: all in one row). ``robust``:
-    colours span the 2nd-98th percentiles, so that one extreme entry does not darken the rest;
-    ``axis_labels``: (x, y) labels of every panel."""
+    """A grid of square heatmaps without ticks, each with its own colour bar, one per
+    ``name: matrix`` of ``maps`` (at least one panel), ``ncols`` per row (default: all in one
+    row). ``robust``: colours span the 2nd-98th percentiles, so that one extreme entry does not
+    darken the rest; ``axis_labels``: (x, y) labels of every panel. A constant matrix is a panel
+    that says so."""
     ncols = ncols or max(1, len(maps))
     nrows = max(1, math.ceil(len(maps) / ncols))
-    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, size * nrows + title_height),
+    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols * 1.15, size * nrows + title_height),
                              constrained_layout=True, squeeze=False)
     for ax, (name, matrix) in zip(axes.flat, maps.items()):
-        sns.heatmap(matrix, ax=ax, cmap="viridis", robust=robust, square=True, cbar=False, xticklabels=False,
-                    yticklabels=False)
+        if (value := constant_value(matrix)) is not None:
+            constant_panel(ax, name, value, title_size)
+            continue
+        sns.heatmap(matrix, ax=ax, cmap="viridis", robust=robust, square=True, cbar=True, cbar_kws=COLORBAR,
+                    xticklabels=False, yticklabels=False)
+        ax.collections[0].colorbar.ax.tick_params(labelsize=7)
         ax.set_title(name, fontsize=title_size)
         if axis_labels:
             ax.set_xlabel(axis_labels[0], fontsize=7)
@@ -59,8 +81,9 @@ def position_map(ax, matrix, title: str, kind: str) -> None:
     """One dot-product map on ``ax``: absolute maps (``kind`` ``"ape"``) by position, relative
     ones (``"rpe"``) labelled by offset from -k to k. Its colours span the 2nd to 98th percentile
     of its values (robust), so a few extreme entries (one long vector) do not darken the rest."""
-    sns.heatmap(matrix.astype(float), ax=ax, cmap="viridis", square=True, cbar=False, robust=True,
+    sns.heatmap(matrix.astype(float), ax=ax, cmap="viridis", square=True, cbar=True, cbar_kws=COLORBAR, robust=True,
                 xticklabels=False, yticklabels=False)
+    ax.collections[0].colorbar.ax.tick_params(labelsize=7)
     ax.set_title(title, fontsize=9)
     n = matrix.shape[0]
     if kind == "rpe":
@@ -78,7 +101,8 @@ def position_map(ax, matrix, title: str, kind: str) -> None:
 def position_maps(maps: Sequence[tuple[str, object, str]], ncols: int, size: tuple[float, float] = (3.2, 3.4),
                   missing: str = "not in this run", empty: str = "nothing to show"):
     """A grid of :func:`position_map` panels, one per ``(title, matrix, kind)``; a panel whose
-    matrix is None says ``missing``, and an empty grid says ``empty``."""
+    matrix is None says ``missing``, one whose entries are all equal says so, and an empty grid
+    says ``empty``."""
     nrows = max(1, math.ceil(len(maps) / ncols))
     fig, axes = plt.subplots(nrows, ncols, figsize=(size[0] * ncols, size[1] * nrows), constrained_layout=True,
                              squeeze=False)
@@ -86,6 +110,8 @@ def position_maps(maps: Sequence[tuple[str, object, str]], ncols: int, size: tup
         if matrix is None:
             ax.set_axis_off()
             ax.text(0.5, 0.5, f"{title}\n{missing}", ha="center", va="center", fontsize=9)
+        elif (value := constant_value(matrix)) is not None:
+            constant_panel(ax, title, value)
         else:
             position_map(ax, matrix, title, kind)
     for ax in axes.flat[len(maps):]:

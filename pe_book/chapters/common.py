@@ -41,10 +41,41 @@ def data_used(params: Mapping, runner, tasks: Iterable[str] = ()) -> pd.DataFram
     a reader (on Colab, say) knows why numbers differ from the published book."""
     corpus = runner.corpus
     sources = ", ".join(corpus.card.get("sources", {})) or corpus.origin
-    rows = {**{name: repr(value) for name, value in params.items()},
+    rows = {**{name: param_text(value) for name, value in params.items()},
             "data: pretraining text": f"{corpus.origin} ({sources})"}
     rows.update({f"data: task {t}": runner.task(t).origin for t in tasks})
     return pd.DataFrame({"value": rows})
+
+
+def param_text(value) -> str:
+    """A parameter's value as a reader reads it: text without quotes, lists joined by commas, an
+    empty list or None as "(default)", True/False as yes/no, numbers with thousands separators."""
+    if value is None or (isinstance(value, (list, tuple, set, dict)) and not value):
+        return "(default)"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,g}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {param_text(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple, set)):
+        return ", ".join(param_text(v) for v in value)
+    return str(value)
+
+
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """``"1 seed"``, ``"3 seeds"``: ``n`` and the noun in the right number."""
+    return f"{n:,} {word if n == 1 else (words or word + 's')}"
+
+
+def learned_init(runner, variant: str = "ape-learned") -> str:
+    """How a profile's learned position tables start, in words: "zero vectors" when its model's
+    ``position_init_std`` is 0, else "random vectors (N(0, σ²), σ = ...)"."""
+    config = runner.model_config(variant)
+    std = config.position_init_std if config.position_init_std is not None else config.initializer_range
+    return "zero vectors" if std == 0 else f"random vectors (normal, standard deviation {std:g})"
 
 
 def chapter_tasks(requested: Sequence[str], default: Sequence[str], span: bool) -> dict:
@@ -76,11 +107,12 @@ def seed_design(profile, names: Sequence[str]) -> str:
     for name in names:
         by_count.setdefault(len(profile.pretrain_seeds_for(name)), []).append(name)
     common = max(by_count, key=lambda n: len(by_count[n])) if by_count else 0
-    parts = [f"{n} pretraining seed(s) for {', '.join(vs)}" for n, vs in sorted(by_count.items(), reverse=True)
+    parts = [f"{plural(n, 'pretraining seed')} for {', '.join(vs)}" for n, vs in sorted(by_count.items(), reverse=True)
              if n != common]
-    rest = f"{common} for the other {len(by_count[common])} variant(s)" if parts else f"{common} for every variant"
-    pre = "; ".join(parts + [rest]) if parts else f"{common} pretraining seed(s) for every variant"
-    return f"{pre}; {len(profile.seeds)} fine-tuning seed(s) on each pretrained model"
+    rest = (f"{common} for the other {plural(len(by_count[common]), 'variant')}" if parts
+            else f"{common} for every variant")
+    pre = "; ".join(parts + [rest]) if parts else f"{plural(common, 'pretraining seed')} for every variant"
+    return f"{pre}; {plural(len(profile.seeds), 'fine-tuning seed')} on each pretrained model"
 
 
 SPLITS = ("test", "validation")

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from pe_book import tables
+from pe_book.chapters import common
 from pe_lib import geometry
 from pe_lib.positions import parse_variant, resolve_variants
 
@@ -20,6 +21,9 @@ PANELS = (("a", "ape-learned", "ape"), ("b", "ape-learned+rpe-learned", "ape"), 
 INDICATORS = ["monotonicity", "monotonicity_local", "translation_invariance"]  # a Gram matrix is symmetric
 APE_COLUMNS = INDICATORS + ["near cosine", "far cosine", "contrast cosine", "contrast at init"]
 RPE_COLUMNS = INDICATORS + ["norm_ratio", "norm_ratio at init", "small_cosine", "large_cosine"]
+#: Two diagonal contrasts (cosines) within this distance are "close": an APE's picture beside an
+#: RPE is then said to be the APE's alone, as the paper reports.
+CLOSE_CONTRAST = 0.1
 
 
 @dataclass
@@ -44,10 +48,12 @@ class DotProducts:
                 if state == "trained" and (name, kind) not in in_paper]
 
 
-def compute(runner, variants: Sequence[str] = (), window: int = 8, small_offset: int = 2) -> DotProducts:
+def compute(runner, variants: Sequence[str] = (), window: int = 8, small_offset: int = 2,
+            close: float = CLOSE_CONTRAST) -> DotProducts:
     """The maps of ``variants`` (default: the profile's) with an APE or an offset table; distances
     1..``window`` are near in the APE's diagonal contrast and the range of local monotonicity,
-    offsets up to ``small_offset`` are small in the RPE's bands. What the store lacks is computed."""
+    offsets up to ``small_offset`` are small in the RPE's bands; two diagonal contrasts within
+    ``close`` are "close". What the store lacks is computed."""
     names = resolve_variants(variants, runner.profile.variants)
     shown = [n for n in names if parse_variant(n).absolute or parse_variant(n).has_offset_table]
     analyses = {name: runner.ensure_analysis(name) for name in shown}
@@ -71,8 +77,59 @@ def compute(runner, variants: Sequence[str] = (), window: int = 8, small_offset:
     result.cited = {"window": window, "small_offset": small_offset, "seq_len": runner.profile.seq_len,
                     "panels_missing": ", ".join(missing) if missing else "none",
                     "max_offset": (offsets[0].shape[0] - 1) // 2 if offsets else 0,
-                    "n_others": len(result.others()), **_observations(result)}
+                    "n_others": len(result.others()), "learned_init": common.learned_init(runner),
+                    "close_contrast": close, **_observations(result), **_at_init(result), **_rpe_effect(result, close)}
     return result
+
+
+def at_init_text(value: float, matrix: np.ndarray | None, fmt: str = ".3f") -> str:
+    """A measure of an initial map in words: ``"0.276 at initialisation"``, "not run" without a
+    map, and "undefined at initialisation (the vectors start at zero)" for a map of zero vectors."""
+    if matrix is None:
+        return "not run"
+    if not np.any(matrix):
+        return "undefined at initialisation, where the vectors are zero"
+    return f"{value:{fmt}} at initialisation"
+
+
+def _at_init(result: DotProducts) -> dict:
+    """The initial values the prose cites, as words (:func:`at_init_text`)."""
+    maps, cited = result.maps, {}
+    for variant, key in [("ape-learned", "apel"), ("ape-sin-learned", "apesl")]:
+        cited[f"{key}_contrast_init_text"] = at_init_text(tables.cell(result.ape_table, variant, "contrast at init"),
+                                                          maps.get((variant, "init", "ape")))
+    for variant, key in [("rpe-learned", "rpel"), ("ape-learned+rpe-learned", "apel_rpel")]:
+        cited[f"{key}_norm_ratio_init_text"] = at_init_text(tables.cell(result.rpe_table, variant, "norm_ratio at init"),
+                                                            maps.get((variant, "init", "rpe")), ".2f")
+    for alone, combined, key in [("ape-learned", "ape-learned+rpe-learned", "apel"),
+                                 ("ape-sin-learned", "ape-sin-learned+rpe-learned", "apesl")]:
+        pair = maps.get((alone, "init", "ape")), maps.get((combined, "init", "ape"))
+        if pair[0] is None or pair[1] is None:
+            cited[f"{key}_similarity_init_text"] = "not run"
+        elif not np.any(pair[0]) and not np.any(pair[1]):
+            cited[f"{key}_similarity_init_text"] = "both tables start at zero, where a correlation is undefined"
+        else:
+            cited[f"{key}_similarity_init_text"] = f"{geometry.map_similarity(*pair):.3f} at initialisation"
+    return cited
+
+
+def _rpe_effect(result: DotProducts, close: float) -> dict:
+    """Whether adding a fully learnable RPE left each APE's diagonal contrast within ``close``, in words."""
+    changes = {}
+    for alone, name in [("ape-learned", "fully learnable APE"), ("ape-sin-learned", "learnable sinusoidal APE")]:
+        before = tables.cell(result.ape_table, alone, "contrast cosine")
+        after = tables.cell(result.ape_table, f"{alone}+rpe-learned", "contrast cosine")
+        if not (math.isnan(before) or math.isnan(after)):
+            changes[name] = after - before
+    if not changes:
+        return {"rpe_effect": "neither pair was run, so the comparison cannot be made"}
+    far = {name: d for name, d in changes.items() if abs(d) > close}
+    if not far:
+        return {"rpe_effect": f"every pair is within {close:g}, so the RPE changed the APE's picture little, "
+                              "as the paper reports"}
+    moved = " and ".join(f"{'lowered' if d < 0 else 'raised'} it by {abs(d):.3f} for {name}" for name, d in far.items())
+    return {"rpe_effect": f"the RPE {moved}, more than {close:g}: in this run adding the RPE did change the APE's "
+                          "picture, unlike what the paper reports"}
 
 
 def _table(indicators: pd.DataFrame, geometry_rows: dict, columns: list[str]) -> pd.DataFrame:

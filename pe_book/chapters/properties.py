@@ -10,6 +10,7 @@ import pandas as pd
 import torch
 
 from pe_book import tables
+from pe_book.chapters import common
 from pe_lib import PEBertConfig, PEBertModel, parse_variant
 from pe_lib.probing import proximity
 from pe_lib.properties import chen_locality, chen_symmetry, indicators
@@ -90,7 +91,8 @@ def compute(runner, variants: Sequence[str], hidden_size: int = 64, num_heads: i
                         tables.indicator_table(analyses, "trained", "ape", window=window, maps=maps), {})
     result.cited = {"seed": seed, "length": length, "n_words": n_words, "window": window, "hidden_size": hidden_size,
                     **_cited(result, parsed, hidden_size, length),
-                    "n_trained": len(trained), "trained_steps": runner.profile.pretrain.steps}
+                    "n_trained": len(trained), "trained_steps": runner.profile.pretrain.steps,
+                    "trained_init": common.learned_init(runner)}
     return result
 
 

@@ -483,5 +483,8 @@ def largest_affordable(table: pd.DataFrame, hours: float = CPU_HOURS) -> str:
     if not len(fits):
         return f"none of the budgets fits {hours:g} hours"
     row = fits.iloc[-1]
-    unknown = f" plus {row['without a measured rate']} artifacts without a measured rate" if row["without a measured rate"] else ""
-    return f"{int(row['tokens']):,} tokens ({int(row['steps']):,} steps): {row['total (h)']:.1f} hours{unknown}"
+    hours, unknown = float(row["total (h)"]), int(row["without a measured rate"])
+    cost = f"{hours:.1f} hours" if hours >= 0.05 else "nothing with a measured rate left to compute"
+    if unknown:
+        cost += f", plus {unknown:,} artifact{'' if unknown == 1 else 's'} whose cost has no measured rate"
+    return f"{int(row['tokens']):,} tokens ({int(row['steps']):,} steps): {cost}"

@@ -23,9 +23,11 @@ def test_seed_design_in_words():
 
     profile = get_profile("smoke").with_overrides(seeds=(0, 1, 2), pretrain_seeds_by_variant={"none": 3, "rpe-sin": 3})
     assert common.seed_design(profile, ["none", "rpe-sin", "ape-sin", "alibi", "rope"]) == (
-        "3 pretraining seed(s) for none, rpe-sin; 1 for the other 3 variant(s); "
-        "3 fine-tuning seed(s) on each pretrained model")
-    assert common.seed_design(profile, ["ape-sin"]).startswith("1 pretraining seed(s) for every variant")
+        "3 pretraining seeds for none, rpe-sin; 1 for the other 3 variants; "
+        "3 fine-tuning seeds on each pretrained model")
+    assert common.seed_design(profile, ["ape-sin"]).startswith("1 pretraining seed for every variant")
+    assert common.seed_design(profile.with_overrides(seeds=(0,)), ["ape-sin"]).endswith(
+        "1 fine-tuning seed on each pretrained model")
 
 
 def test_data_used_says_where_the_corpus_and_each_task_came_from():
@@ -33,7 +35,10 @@ def test_data_used_says_where_the_corpus_and_each_task_came_from():
 
     runner = SimpleNamespace(corpus=SimpleNamespace(origin="packaged", card={"sources": {"austen": {}, "kjv": {}}}),
                              task=lambda t: SimpleNamespace(origin={"sst2": "packaged:sentiment", "cola": "hub:nyu-mll/glue"}[t]))
-    table = common.data_used({"profile": "cpu", "seeds": [0, 1]}, runner, ["sst2", "cola"])
-    assert table.loc["profile", "value"] == "'cpu'" and table.loc["seeds", "value"] == "[0, 1]"
+    table = common.data_used({"profile": "cpu", "seeds": [0, 1], "variants": [], "untie": False, "tokens": 131072,
+                              "lr": 0.0003}, runner, ["sst2", "cola"])
+    assert table.loc["profile", "value"] == "cpu" and table.loc["seeds", "value"] == "0, 1"  # no Python reprs
+    assert table.loc["variants", "value"] == "(default)" and table.loc["untie", "value"] == "no"
+    assert table.loc["tokens", "value"] == "131,072" and table.loc["lr", "value"] == "0.0003"
     assert table.loc["data: pretraining text", "value"] == "packaged (austen, kjv)"
     assert table.loc["data: task cola", "value"] == "hub:nyu-mll/glue"

@@ -108,3 +108,15 @@ def test_the_finetune_screen_is_read_from_its_committed_file():
     screen = scale.finetune_screen(ROOT / "studies" / "finetune_screen" / "results.jsonl")
     assert set(screen["task"]) == {"sst2", "mrpc"} and set(screen["variant"]) == {"none", "ape-learned"}
     assert screen["test"].between(0, 100).all() and screen["training examples"].max() > 1500
+
+
+def test_largest_affordable_reads_as_words_without_floats():
+    import pandas as pd
+
+    table = pd.DataFrame([{"steps": 2000, "tokens": 4_096_000, "total (h)": 0.0, "without a measured rate": 132},
+                          {"steps": 8000, "tokens": 16_384_000, "total (h)": 9.5, "without a measured rate": 1}])
+    assert scale.largest_affordable(table, hours=5.0) == (
+        "4,096,000 tokens (2,000 steps): nothing with a measured rate left to compute, plus 132 artifacts whose cost "
+        "has no measured rate")
+    assert scale.largest_affordable(table, hours=10.0) == (
+        "16,384,000 tokens (8,000 steps): 9.5 hours, plus 1 artifact whose cost has no measured rate")
