@@ -201,9 +201,11 @@ def write_manifest(folder: str | os.PathLike[str], names: Iterable[str] | None =
     write_json(folder / MANIFEST, {name: sha256_file(folder / name) for name in names})
 
 
-def verify_manifest(folder: str | os.PathLike[str]) -> None:
+def verify_manifest(folder: str | os.PathLike[str], required: Iterable[str] = ()) -> None:
     """Raise :class:`CorruptFileError` naming the first file of ``folder``'s manifest that is
-    missing or whose sha256 differs (or naming the manifest when it is missing or unreadable)."""
+    missing or whose sha256 differs (or naming the manifest when it is missing, unreadable, not a
+    non-empty mapping of file -> sha256, or when it leaves out one of the ``required`` files: a
+    manifest of ``{}`` vouches for nothing and must never let its folder be read unchecked)."""
     folder = Path(folder)
     try:
         manifest = read_json(folder / MANIFEST)
@@ -213,8 +215,13 @@ def verify_manifest(folder: str | os.PathLike[str]) -> None:
         raise CorruptFileError(f"{folder / MANIFEST} is unreadable ({error})") from None
     if not isinstance(manifest, dict) or not manifest:
         raise CorruptFileError(f"{folder / MANIFEST} lists no files")
+    for name in required:
+        if name not in manifest:
+            raise CorruptFileError(f"{folder / MANIFEST} does not list {name}")
     for name, digest in manifest.items():
         path = folder / name
+        if not isinstance(digest, str):
+            raise CorruptFileError(f"{folder / MANIFEST} holds {digest!r} for {name}, not a sha256")
         if not path.is_file():
             raise CorruptFileError(f"{path} is missing")
         if sha256_file(path) != digest:

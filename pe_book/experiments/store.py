@@ -24,7 +24,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from pe_lib.io import atomic_dir, content_key, exclusive_lock, explain_disk_full, read_json, sha256_file, write_json
+from pe_lib.errors import CorruptFileError
+from pe_lib.io import (atomic_dir, content_key, exclusive_lock, explain_disk_full, read_json, sha256_file,
+                       verify_manifest, write_json)
 
 PACKAGES = ("pe-lib", "torch", "transformers", "tokenizers", "datasets", "accelerate", "numpy")
 
@@ -135,22 +137,27 @@ class Store:
 
     def load(self, variant: str, stage: str, config: dict) -> Artifact | None:
         """The artifact for this exact config, or None when absent or corrupt (with a warning)."""
-        folder = self.folder(variant, stage, config)
-        if not (folder / "manifest.json").exists():
+        return self.read(self.folder(variant, stage, config))
+
+    def read(self, folder: Path) -> Artifact | None:
+        """The artifact in ``folder``, or None when absent; None with a warning naming it when it is
+        not to be trusted: no manifest (deleted, or written by an older version), a manifest that is
+        not a mapping of file -> sha256 covering ``artifact.json`` (and ``arrays.npz``), or a file
+        failing its check. Such a folder is then computed again, never read unchecked."""
+        if not folder.exists():
             return None
         try:
-            for name, digest in read_json(folder / "manifest.json").items():
-                if sha256_file(folder / name) != digest:
-                    raise ValueError(f"checksum mismatch in {folder / name}")
+            verify_manifest(folder, required=["artifact.json"] + (["arrays.npz"] if (folder / "arrays.npz").exists() else []))
             document = read_json(folder / "artifact.json")
             arrays = {}
             if (folder / "arrays.npz").exists():
                 with np.load(folder / "arrays.npz", allow_pickle=False) as npz:
                     arrays = {k: npz[k] for k in npz.files}
-        except (OSError, ValueError) as error:
-            warnings.warn(f"ignoring corrupt artifact {folder}: {error}; it will be recomputed", stacklevel=2)
+            payload, provenance_ = document["payload"], document["provenance"]
+        except (CorruptFileError, OSError, ValueError, KeyError, TypeError) as error:
+            warnings.warn(f"ignoring corrupt artifact {folder}: {error}; it will be recomputed", stacklevel=3)
             return None
-        return Artifact(folder, document["payload"], document["provenance"], arrays)
+        return Artifact(folder, payload, provenance_, arrays)
 
     def save(self, variant: str, stage: str, config: dict, payload: dict, wall_s: float,
              arrays: dict[str, np.ndarray] | None = None, copies: Mapping[str, Path] | None = None) -> Artifact:

@@ -157,7 +157,7 @@ def test_a_runner_that_only_reads_refuses_what_is_missing_and_finds_what_is_stor
 def test_corrupt_artifact_is_reported_and_recomputed(runner):
     artifact = runner.ensure_finetuned("ape-learned", "sst2", 0)
     (artifact.folder / "artifact.json").write_text("{}")
-    with pytest.warns(UserWarning, match="ignoring corrupt artifact .*checksum mismatch"):
+    with pytest.warns(UserWarning, match="ignoring corrupt artifact .*artifact.json fails its sha256 check"):
         again = runner.ensure_finetuned("ape-learned", "sst2", 0)
     assert again.payload["test"] == artifact.payload["test"]
     with warnings.catch_warnings():
