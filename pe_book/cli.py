@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import importlib
 import os
 import sys
@@ -50,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
         return code
     except PeLibError as error:
         message = " ".join(line.strip() for line in str(error).splitlines() if line.strip())
+        if getattr(error, "usage", False):  # a bad option value found after parsing: argparse's form and status
+            print(f"pe-lib {args.command}: error: {message} (pe-lib {args.command} --help shows the usage)", file=sys.stderr)
+            return 2
         print(f"pe-lib {args.command}: error: {message} (--debug shows the traceback)", file=sys.stderr)
         return 1
     except KeyboardInterrupt:  # Ctrl-C, or the SIGINT of `timeout`: finished files are kept, the rest resumes
@@ -59,6 +63,14 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # the reader stopped reading (| head): stop quietly
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # Python's flush at exit would raise again
+        return 1
+    except OSError as error:
+        if error.errno != errno.ENAMETOOLONG:
+            raise
+        name = str(error.filename if error.filename is not None else "")
+        shown = name if len(name) <= 100 else name[:100] + "..."
+        print(f"pe-lib {args.command}: error: path too long ({error.strerror}: {shown}): a file or folder name has "
+              "at most 255 bytes and a path 4096; use a shorter one", file=sys.stderr)
         return 1
 
 

@@ -2,6 +2,10 @@
 from __future__ import annotations
 
 import argparse
+import math
+import os
+
+from pe_lib.errors import InputError
 
 
 def add_profile(parser: argparse.ArgumentParser, default: str = "smoke") -> None:
@@ -23,6 +27,75 @@ def positive_int(text: str) -> int:
     return value
 
 
+def at_least(low: int):
+    """An argparse type: an integer of at least ``low`` (``--window``: an indicator needs 3 offsets)."""
+    def integer(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer of at least {low}, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        return value
+
+    integer.__name__ = f"integer of at least {low}"
+    return integer
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse type: an integer of at least 0 (a seed, a layer index)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer of at least 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a finite number above 0 (``nan``, ``inf``, 0 and below are refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number above 0, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number above 0, got {text}")
+    return value
+
+
+def existing_file(text: str) -> str:
+    """An argparse type: a file that exists."""
+    if not os.path.isfile(text):
+        raise argparse.ArgumentTypeError(f"no file {text}" + (" (it is a folder)" if os.path.isdir(text) else ""))
+    return text
+
+
+def existing_folder(text: str) -> str:
+    """An argparse type: a folder that exists (a tokenizer or model folder)."""
+    if not os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"no folder {text}")
+    return text
+
+
+def new_file(text: str) -> str:
+    """An argparse type: a file to write, in a folder that exists."""
+    folder = os.path.dirname(text) or "."
+    if not os.path.isdir(folder):
+        raise argparse.ArgumentTypeError(f"cannot write {text}: no folder {folder}")
+    return text
+
+
+class BadOptionValue(InputError):
+    """An option value that only the model or data can refute (``--layer 99`` of a 2-layer model):
+    a usage error like argparse's, one line with exit status 2."""
+
+    usage = True
+
+    def __init__(self, option: str, message: str):
+        super().__init__(f"argument {option}: {message}")
+
+
 def model_config(path: str):
     """The ``AutoConfig`` of a model folder or hub id, or one :class:`~pe_lib.errors.InputError`
     saying why it cannot be read (no such folder, no config.json, a config with wrong values)."""
@@ -30,7 +103,6 @@ def model_config(path: str):
 
     from transformers import AutoConfig
 
-    from pe_lib.errors import InputError
 
     local = Path(path).expanduser()
     if not local.exists() and (local.is_absolute() or path.startswith((".", "~")) or path.count("/") > 1):
@@ -67,7 +139,6 @@ def load_model(model_class, path: str):
     naming the folder when its weights cannot be read (missing, truncated, wrong shapes)."""
     from safetensors import SafetensorError
 
-    from pe_lib.errors import InputError
     from pe_lib.model import quiet_transformers
 
     try:
@@ -90,7 +161,6 @@ def check_weights(path: str) -> None:
 
     from safetensors import SafetensorError, safe_open
 
-    from pe_lib.errors import InputError
     from pe_lib.io import MANIFEST, verify_manifest
 
     folder = Path(path).expanduser()

@@ -4,7 +4,8 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from pe_book.commands.common import add_profile, check_weights, model_config
+from pe_book.commands.common import (add_profile, check_weights, existing_folder, model_config, non_negative_int,
+                                     positive_float)
 
 
 def configure(parser) -> None:
@@ -13,9 +14,9 @@ def configure(parser) -> None:
     parser.add_argument("--model", required=True, help="folder of a pretrained PEBertForMaskedLM (save_pretrained)")
     parser.add_argument("--task", required=True, choices=list(TASKS), help="the task to fine-tune on")
     add_profile(parser)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--epochs", type=float, help="override the profile's number of epochs")
-    parser.add_argument("--tokenizer", help="a tokenizer folder to use instead of the profile's")
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="fine-tuning seed (default 0)")
+    parser.add_argument("--epochs", type=positive_float, help="override the profile's number of epochs (above 0)")
+    parser.add_argument("--tokenizer", type=existing_folder, help="a tokenizer folder to use instead of the profile's")
 
 
 def run(args) -> int:

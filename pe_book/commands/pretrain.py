@@ -11,7 +11,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from pe_book.commands.common import add_profile, positive_int
+from pe_book.commands.common import add_profile, existing_file, existing_folder, non_negative_int, positive_int
 
 
 def configure(parser) -> None:
@@ -20,10 +20,10 @@ def configure(parser) -> None:
     parser.add_argument("--out", help="run folder (default: the profile's work folder for this variant)")
     parser.add_argument("--steps", type=positive_int, help="override the profile's number of steps")
     parser.add_argument("--batch-size", type=positive_int, help="override the profile's global batch size")
-    parser.add_argument("--seed", type=int, default=0, help="pretraining seed (default 0)")
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="pretraining seed (default 0)")
     parser.add_argument("--precision", choices=("auto", "bf16", "fp32"), help="override the profile's precision")
-    parser.add_argument("--corpus-file", help="pretrain on this plain-text file instead (last 10%% of lines: validation)")
-    parser.add_argument("--tokenizer", help="a tokenizer folder (BertTokenizer) to use instead of the profile's")
+    parser.add_argument("--corpus-file", type=existing_file, help="pretrain on this plain-text file instead (last 10%% of lines: validation)")
+    parser.add_argument("--tokenizer", type=existing_folder, help="a tokenizer folder (BertTokenizer) to use instead of the profile's")
 
 
 def run(args) -> int:

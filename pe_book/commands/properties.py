@@ -9,14 +9,15 @@ import json
 
 
 def configure(parser) -> None:
+    from pe_book.commands.common import at_least, new_file, non_negative_int
     from pe_lib.probing import PROXIMITY_KINDS
 
     parser.add_argument("model", help="folder or hub id of a PEBert model or of any HF model with an absolute PE matrix")
     parser.add_argument("--kind", nargs="+", choices=PROXIMITY_KINDS, help="which proximities (default: all the model has)")
-    parser.add_argument("--length", type=int, help="positions (APE/probe) or 2k+1 offsets (RPE) to use")
-    parser.add_argument("--layer", type=int, default=0, help="layer for RPE vectors and probing (default: 0)")
-    parser.add_argument("--window", type=int, default=8, help="local monotonicity window (default: 8)")
-    parser.add_argument("--heatmap", help="save the proximity heatmaps to this PNG file")
+    parser.add_argument("--length", type=at_least(3), help="positions (APE/probe) or 2k+1 offsets (RPE) to use")
+    parser.add_argument("--layer", type=non_negative_int, default=0, help="layer for RPE vectors and probing (default: 0)")
+    parser.add_argument("--window", type=at_least(3), default=8, help="local monotonicity window (default: 8)")
+    parser.add_argument("--heatmap", type=new_file, help="save the proximity heatmaps to this PNG file")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
@@ -31,7 +32,7 @@ def available_kinds(model) -> list[str]:
 def run(args) -> int:
     from transformers import AutoModel
 
-    from pe_book.commands.common import check_weights, load_model, model_config
+    from pe_book.commands.common import BadOptionValue, check_weights, load_model, model_config
     from pe_lib.errors import InputError
     from pe_lib.model import PEBertConfig
     from pe_lib.probing import absolute_position_matrix, proximity
@@ -42,7 +43,14 @@ def run(args) -> int:
     model = load_model(AutoModel, args.model).eval()
     if isinstance(config, PEBertConfig):
         title = config.position_embedding
-        kinds = args.kind or available_kinds(model)
+        has = available_kinds(model)
+        kinds = args.kind or has
+        if not set(kinds) <= set(has):
+            raise BadOptionValue("--kind", f"a {title} model has no {', '.join(k for k in kinds if k not in has)} "
+                                           f"proximity; it has: {', '.join(has)}")
+        if args.layer >= config.num_hidden_layers:
+            raise BadOptionValue("--layer", f"the model has {config.num_hidden_layers} layers (0 to "
+                                            f"{config.num_hidden_layers - 1}), got {args.layer}")
         phis = {kind: proximity(model, kind, length=args.length, layer=args.layer) for kind in kinds}
     else:
         if args.kind not in (None, ["ape"]):

@@ -231,3 +231,66 @@ def test_an_interrupt_is_one_line_and_status_130(folders, capsys, monkeypatch):
 def test_an_estimate_needs_a_dry_run(folders, capsys):
     line = one_line(capsys, ["run", "--estimate-from", "scale"] + folders)
     assert line.startswith("pe-lib run: error: --estimate-from goes with --dry-run")
+
+
+# ----------------------------------------------------------------------------- issue 39: every bad value one line
+
+
+@pytest.fixture
+def ape_model(make_config, tmp_path) -> Path:
+    """A saved 2-layer ape-learned model (no offset table: no rpe proximity)."""
+    folder = tmp_path / "ape-model"
+    PEBertForMaskedLM(make_config("ape-learned")).save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.parametrize("argv, option, says", [
+    (["pretrain", "--variant", "ape-learned", "--seed", "-1"], "--seed", "must be at least 0, got -1"),
+    (["finetune", "--model", "M", "--task", "sst2", "--seed", "-1"], "--seed", "must be at least 0, got -1"),
+    (["finetune", "--model", "M", "--task", "sst2", "--epochs", "-1"], "--epochs", "must be a finite number above 0, got -1"),
+    (["finetune", "--model", "M", "--task", "sst2", "--epochs", "0"], "--epochs", "must be a finite number above 0, got 0"),
+    (["finetune", "--model", "M", "--task", "sst2", "--epochs", "nan"], "--epochs", "must be a finite number above 0, got nan"),
+    (["finetune", "--model", "M", "--task", "sst2", "--epochs", "inf"], "--epochs", "must be a finite number above 0, got inf"),
+    (["finetune", "--model", "M", "--task", "sst2", "--tokenizer", "/missing"], "--tokenizer", "no folder /missing"),
+    (["pretrain", "--variant", "ape-learned", "--corpus-file", "/missing"], "--corpus-file", "no file /missing"),
+    (["pretrain", "--variant", "ape-learned", "--tokenizer", "/missing"], "--tokenizer", "no folder /missing"),
+    (["properties", "M", "--length", "0"], "--length", "must be at least 3, got 0"),
+    (["properties", "M", "--length", "-5"], "--length", "must be at least 3, got -5"),
+    (["properties", "M", "--length", "x"], "--length", "expected an integer of at least 3, got 'x'"),
+    (["properties", "M", "--layer", "-1"], "--layer", "must be at least 0, got -1"),
+    (["properties", "M", "--window", "0"], "--window", "must be at least 3, got 0"),
+    (["properties", "M", "--window", "-3"], "--window", "must be at least 3, got -3"),
+    (["properties", "M", "--heatmap", "/missing/x.png"], "--heatmap", "cannot write /missing/x.png: no folder /missing"),
+])
+def test_a_bad_option_value_is_one_line_with_status_2(argv, option, says, capsys):
+    line = one_line(capsys, argv, status=2)
+    assert line.startswith(f"pe-lib {argv[0]}: error: argument {option}: {says}"), line
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--layer", "99"], "argument --layer: the model has 2 layers (0 to 1), got 99"),
+    (["--kind", "rpe"], "argument --kind: a ape-learned model has no rpe proximity; it has: ape, probe"),
+])
+def test_an_option_value_the_model_refutes_is_one_line_with_status_2(argv, says, ape_model, capsys):
+    line = one_line(capsys, ["properties", str(ape_model), *argv], status=2)
+    assert line == f"pe-lib properties: error: {says} (pe-lib properties --help shows the usage)"
+
+
+def test_a_valid_length_is_used_not_the_default(ape_model, capsys):
+    capsys.readouterr()
+    assert main(["properties", str(ape_model), "--length", "5", "--kind", "ape", "--window", "3", "--json"]) == 0
+    assert set(json.loads(capsys.readouterr().out)) == {"ape"}
+
+
+@pytest.mark.parametrize("where", ["component", "path"])
+def test_an_over_long_path_is_one_line(where, capsys, tmp_path):
+    long = tmp_path / ("a" * 300) if where == "component" else tmp_path.joinpath(*["b" * 200] * 25)
+    line = one_line(capsys, ["run", "--results", str(long), "--work", str(tmp_path / "work"), "--cache", str(tmp_path / "cache")])
+    assert line.startswith("pe-lib run: error: path too long (File name too long: ") and "use a shorter one" in line
+
+
+def test_an_over_long_out_folder_of_pretrain_is_one_line(tokenizer_dir, capsys, tmp_path):
+    line = one_line(capsys, ["pretrain", "--variant", "ape-learned", "--corpus-file", str(corpus_file(tmp_path, 400)),
+                             "--tokenizer", str(tokenizer_dir), "--out", str(tmp_path / ("a" * 300)), "--steps", "1",
+                             "--cache", str(tmp_path / "cache")])
+    assert line.startswith("pe-lib pretrain: error: path too long (File name too long: ")
