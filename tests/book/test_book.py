@@ -368,3 +368,25 @@ def test_glued_values_are_collected_and_compared(tmp_path):
     after = {"03_pretraining": {"loss": "6.2", "fig": "<figure>", "new": "1"}}
     assert book.compare_glued(values, values) == []
     assert book.compare_glued(values, after) == ["03_pretraining: loss: '6.1' -> '6.2'", "03_pretraining: new: '(absent)' -> '1'"]
+
+
+def test_a_chapter_restricted_to_two_variants_says_not_run_for_the_others(tmp_path, monkeypatch):
+    """A rerun of chapter 4 on the committed cpu results with two variants: the values of the
+    variants it left out read "not run" (glued as words, formatted as they are), never "nan"."""
+    import nbformat
+
+    monkeypatch.setenv("PE_BOOK_STORED_ONLY", "1")  # read the committed results, compute nothing
+    root = _copy_book(tmp_path)
+    parameters = {"profile": "cpu", "results": str(ROOT / "results"), "variants": ["ape-learned", "rpe-learned"]}
+    out = book.execute_notebook(root / "notebooks" / "04_dot_products.py", parameters, root)
+    glued = book.glued_values(root)["04_dot_products"]
+    assert glued["apesl_contrast"] == book.NOT_RUN and glued["apel_rpel_norm_ratio"] == book.NOT_RUN
+    assert glued["apesl_similarity_init_text"] == book.NOT_RUN
+    assert glued["panels_missing"] == "ape-learned+rpe-learned, ape-sin-learned, ape-sin-learned+rpe-learned"
+    assert float(glued["apel_contrast"]) > 0  # the variants it ran keep their numbers
+    assert not [name for name, text in glued.items() if re.search(r"\bnan\b", text, re.I)]
+    from pe_book.sphinx_glue import format_text
+
+    assert format_text(glued["apesl_contrast"], ".3f") == "not run"
+    text = "".join(str(o.get("data", {})) for c in nbformat.read(out, as_version=4).cells for o in c.get("outputs", []))
+    assert not re.search(r"\bnan\b", text, re.I)  # nor in its tables
