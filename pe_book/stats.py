@@ -18,18 +18,31 @@ where :math:`\tau^2` is the variance of one pretrained model's mean score. So th
 is the experimental unit**; fine-tuning seeds are sub-samples of it (treating the ``P x F`` runs as
 independent would be pseudo-replication and understate the variance whenever pretraining varies).
 
-*Estimating* :math:`\tau^2`. Within one column the variance components are assumed equal across
-variants (homogeneity: a stated assumption, needed because a variant with one pretraining seed has
-no measure of its own). :math:`\tau^2` is the pooled between-pretraining-seed mean square of the
-variants with at least two pretraining seeds (their pretrained-model means around the variant
-mean), with ``df = sum(P_v - 1)`` over those variants; every variant of the column uses it, and
-the output names the variants it was pooled from. A variant with one pretraining seed borrows it:
-its pretraining variance is not measured, which the comparison table says. Where no variant of a
-column has two pretraining seeds, :math:`\tau^2` is unknown: the fine-tuning spread alone would
-pretend :math:`\sigma^2_{pre} = 0`, so such comparisons get no interval and the verdict says
-"pretraining variance unknown". :math:`\sigma^2_{ft}` (pooled within-model variance) and
-:math:`\sigma^2_{pre} = \max(0, \tau^2 - \sigma^2_{ft}/F)` are reported and used only to project
-what more seeds would buy.
+*Estimating* :math:`\tau^2`. The pretraining component is assumed equal across the variants of
+a column (a variant with one pretraining seed has no measure of its own, so it borrows the pooled
+one); the fine-tuning component is too, unless Bartlett's test (:func:`bartlett_p`, on each
+variant's within-model variance) rejects equality at ``alpha``: then each variant keeps its own
+:math:`\sigma^2_{ft,v}` (fine-tuning variances of one column differed up to 52-fold between
+variants in the first cpu run). With the pooled between-pretraining-seed mean square :math:`B`
+of the variants with at least two pretraining seeds (``df_tau = sum(P_v - 1)``) and the
+fine-tuning part :math:`\sigma^2_{ft,v}/F_v` averaged over the same variants with weights
+:math:`P_v - 1`,
+
+.. math::  \hat\sigma^2_{pre} = \max\bigl(0,\; B - \overline{\sigma^2_{ft}/F}\bigr), \qquad
+           \hat\tau^2_v = \hat\sigma^2_{pre} + \hat\sigma^2_{ft,v}/F_v,
+
+so :math:`\hat\tau^2_v` is **never below the floor its own model implies**, the fine-tuning part
+alone (pooled over three variants with 6 df, :math:`B` alone came out below it: 1.13 against
+1.80 on the first cpu run's classification average, which made its smallest detectable effects
+optimistic, 6.86 instead of 8.65 points). In the balanced design with equal fine-tuning variances
+and :math:`B` above the floor, :math:`\hat\tau^2_v = B`. A comparison's standard error is
+:math:`\sqrt{\hat\tau^2_a/P_a + \hat\tau^2_b/P_b}` with ``df_tau`` degrees of freedom (the
+fine-tuning part is estimated with many more df, so this is conservative where the floor or
+Bartlett's test changes it). The output names the variants :math:`B` was pooled from and says
+when the floor or own fine-tuning variances were used. Where no variant of a column has two
+pretraining seeds, :math:`\tau^2` is unknown: the fine-tuning spread alone would pretend
+:math:`\sigma^2_{pre} = 0`, so such comparisons get no interval and the verdict says
+"pretraining variance unknown".
 
 *Why a t interval and not a bootstrap.* With 3 pretraining seeds per variant a hierarchical
 bootstrap resamples 3 clusters: it has 10 distinct resamples of the top level, its percentile
@@ -67,11 +80,12 @@ truth, or a decision where the true difference is 0): "all ... supported" is wro
 comparison does not truly hold, yet it was decided +1; "any ... contradicted" is wrong only if some
 comparison truly holds, yet all were decided -1; "most" likewise in either direction. Holm keeps the
 probability of any wrong decision in the family at most ``alpha``, so each quantifier's
-false-verdict rate is at most ``alpha``. ``tests/experiments/test_stats.py`` measures it with no true
-difference and 3 x 3 seeds over 2,000 simulated runs: 4.9% for one comparison (the exact test's
-nominal 5%, half each way), 0.4-1.9% for claims of 4 or 5 comparisons. This is conservative for "all ... supported" and "any ...
-contradicted", which as intersection-union tests would need no correction; one rule for every
-quantifier keeps each verdict readable off the comparison table.
+false-verdict rate is at most ``alpha``. ``tests/book/test_stats.py`` measures it on simulated
+runs (:func:`simulated_verdicts`), and :func:`operating_characteristics` gives, per claim of a
+run, its false-verdict rate and its power to find planted effects at that run's design and
+estimated variances (the findings chapter shows them). Holm is conservative for "all ...
+supported" and "any ... contradicted", which as intersection-union tests would need no
+correction; one rule for every quantifier keeps each verdict readable off the comparison table.
 
 *Not decidable at this scale* comes with the **minimum detectable effect** (MDE): the true
 difference that a comparison would detect with 80% power at the Bonferroni level ``alpha / K``
@@ -85,11 +99,16 @@ comparison would detect, with the same power, a true difference as large as the 
 claim the fewest at which the quantifier's rule would decide it if each comparison were decided
 in its observed sign from its own count on.
 
-*Models at chance.* A column on which no variant beats the best constant predictor (an input,
-column -> score) beyond its interval (its ``1 - alpha`` interval above the constant, or, where the
-variance is unknown, every mean at or below it) carries no signal about position embeddings:
-comparisons on it are never decided, and a claim that only has such comparisons is "not decidable:
-models at chance on this task", never "contradicted".
+*Verdicts only where the models learned.* A comparison between position embeddings says
+something only on a column that the models have learned beyond what needs no word order. A
+column is *testable* (:func:`learned`) when the best variant, chosen on the validation split,
+beats the column's best **order-free** baseline (best constant, bag of words, a random candidate
+answer, the question-overlap sentence) beyond its ``1 - alpha`` interval on the tested split.
+Comparisons on other columns keep their effects but enter no decision: they leave the family
+(Holm's ``K`` counts only testable comparisons) and a claim with none testable is "not testable at
+this scale: no model beats <baseline> on <column>", never "contradicted". Verdicts that are given
+read "supported at this scale" and "contradicted at this scale": they are about models of the
+size, pretraining and tasks of the run, which the book states beside them.
 """
 from __future__ import annotations
 
@@ -104,9 +123,9 @@ from scipy import optimize, stats
 ALPHA = 0.05
 POWER = 0.8
 QUANTIFIERS = ("all", "most", "any")
-SUPPORTED, CONTRADICTED = "supported", "contradicted"
+SUPPORTED, CONTRADICTED = "supported at this scale", "contradicted at this scale"
 UNDECIDED = "not decidable at this scale"
-AT_CHANCE = "not decidable: models at chance on this task"
+NOT_TESTABLE = "not testable at this scale"
 VARIANCE_UNKNOWN = "not decidable: pretraining variance unknown (no variant has two pretraining seeds)"
 NOT_TESTED = "not tested (variants absent)"
 #: Index levels of per-seed score tables.
@@ -147,23 +166,57 @@ def check_quantifier(quantifier: str) -> None:
 class Components:
     """Variance components of scores ``y[..., variant, pretrain, finetune]`` (NaN: missing).
 
-    ``mean``, ``n_pre``: per variant (``[..., V]``); the rest per column (``[...]``): ``tau2`` the
-    pooled variance of a pretrained model's mean score (NaN when ``df_tau == 0``), ``within`` the
-    pooled fine-tuning variance (NaN when ``df_within == 0``), ``n_ft`` the harmonic mean of the
-    fine-tuning seeds per pretrained model."""
+    Per variant (``[..., V]``): ``mean``, ``n_pre`` (pretraining seeds), ``n_ft`` (the harmonic
+    mean of the fine-tuning seeds of its pretrained models), ``own_within`` (its own fine-tuning
+    variance, NaN with no within-model df) and ``df_own``. Per column (``[...]``): ``between`` the
+    pooled between-pretraining-seed mean square of the pretrained models' means (NaN when
+    ``df_tau == 0``), ``pooled_within`` the pooled fine-tuning variance with ``df_within``, and
+    ``equal_ft_p`` Bartlett's p-value for equal fine-tuning variances across the variants."""
 
     mean: np.ndarray
     n_pre: np.ndarray
-    tau2: np.ndarray
-    df_tau: np.ndarray
-    within: np.ndarray
-    df_within: np.ndarray
     n_ft: np.ndarray
+    own_within: np.ndarray
+    df_own: np.ndarray
+    between: np.ndarray
+    df_tau: np.ndarray
+    pooled_within: np.ndarray
+    df_within: np.ndarray
+    equal_ft_p: np.ndarray
+    alpha: float = ALPHA
+
+    @property
+    def unequal_ft(self) -> np.ndarray:
+        """Whether Bartlett's test rejects equal fine-tuning variances at ``alpha`` (``[...]``)."""
+        return np.nan_to_num(self.equal_ft_p, nan=1.0) < self.alpha
+
+    @property
+    def within(self) -> np.ndarray:
+        """The fine-tuning variance each variant is given (``[..., V]``): its own where the
+        variances differ (and it has one), the pooled one otherwise."""
+        pooled = np.broadcast_to(self.pooled_within[..., None], self.own_within.shape)
+        use_own = self.unequal_ft[..., None] & ~np.isnan(self.own_within)
+        return np.where(use_own, self.own_within, pooled)
+
+    @property
+    def ft_part(self) -> np.ndarray:
+        """``sigma2_ft,v / F_v``: the fine-tuning part of a pretrained model's mean (``[..., V]``;
+        0 where no model has two fine-tuning seeds: then ``between`` alone estimates ``tau2``)."""
+        return np.nan_to_num(_ratio(self.within, self.n_ft))
 
     @property
     def pretrain(self) -> np.ndarray:
-        """The pretraining component ``max(0, tau2 - within / n_ft)`` (NaN where either is unknown)."""
-        return np.maximum(self.tau2 - self.within / self.n_ft, 0.0)
+        """``sigma2_pre = max(0, between - ft_part)``, ``ft_part`` averaged over the variants the
+        between mean square is pooled from with its weights ``P_v - 1`` (NaN where unknown)."""
+        weight = np.maximum(self.n_pre - 1, 0)
+        ft = _ratio(np.where(weight > 0, weight * self.ft_part, 0.0).sum(-1), self.df_tau)
+        return np.maximum(self.between - ft, 0.0)
+
+    @property
+    def tau2(self) -> np.ndarray:
+        """The variance of one pretrained model's mean score, per variant (``[..., V]``):
+        ``sigma2_pre + sigma2_ft,v / F_v``, never below its fine-tuning part."""
+        return self.pretrain[..., None] + self.ft_part
 
 
 def _ratio(numerator, denominator):
@@ -172,9 +225,32 @@ def _ratio(numerator, denominator):
                      where=denominator > 0)
 
 
-def components(scores: np.ndarray) -> Components:
+def bartlett_p(variance: np.ndarray, df: np.ndarray) -> np.ndarray:
+    """Bartlett's test of equal variances from sample variances and their df (last axis: the
+    groups; groups without df are left out):
+
+    .. math::  T = \\frac{N \\ln s^2_p - \\sum_i d_i \\ln s^2_i}{1 + (\\sum_i 1/d_i - 1/N) / (3(k-1))},
+               \\qquad N = \\sum_i d_i,\\; p = P(\\chi^2_{k-1} > T).
+
+    NaN with fewer than two groups or all variances 0; 0 when some but not all variances are 0."""
+    variance, df = np.asarray(variance, dtype=float), np.asarray(df, dtype=float)
+    used = (df > 0) & ~np.isnan(variance)
+    k = used.sum(-1)
+    d = np.where(used, df, 0.0)
+    total = d.sum(-1)
+    pooled = _ratio((d * np.nan_to_num(variance)).sum(-1), total)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        own = np.where(used, d * np.log(np.where(used, variance, 1.0)), 0.0).sum(-1)
+        correction = 1 + (np.where(used, 1 / np.where(used, df, 1.0), 0.0).sum(-1) - 1 / total) / (3 * (k - 1))
+        statistic = (total * np.log(pooled) - own) / correction
+        p = stats.chi2.sf(statistic, np.maximum(k - 1, 1))
+    return np.where((k >= 2) & (pooled > 0), np.nan_to_num(p, nan=0.0), np.nan)
+
+
+def components(scores: np.ndarray, alpha: float = ALPHA) -> Components:
     """:class:`Components` of ``scores[..., V, P, F]`` (the last three axes: variant, pretraining
-    seed, fine-tuning seed; NaN pads variants with fewer seeds)."""
+    seed, fine-tuning seed; NaN pads variants with fewer seeds); ``alpha``: the level of
+    Bartlett's test that decides whether each variant gets its own fine-tuning variance."""
     y = np.asarray(scores, dtype=float)
     present = ~np.isnan(y)
     n_runs = present.sum(-1)  # [..., V, P]
@@ -184,24 +260,28 @@ def components(scores: np.ndarray) -> Components:
     mean = _ratio(np.where(has_model, model_mean, 0.0).sum(-1), n_pre)
     between = np.where(has_model, (model_mean - mean[..., None]) ** 2, 0.0).sum((-1, -2))
     df_tau = np.maximum(n_pre - 1, 0).sum(-1)
-    within = np.where(present, (y - model_mean[..., None]) ** 2, 0.0).sum((-1, -2, -3))
-    df_within = np.maximum(n_runs - 1, 0).sum((-1, -2))
-    n_ft = _ratio(has_model.sum((-1, -2)), np.where(has_model, 1.0 / np.maximum(n_runs, 1), 0.0).sum((-1, -2)))
-    return Components(mean=mean, n_pre=n_pre, tau2=_ratio(between, df_tau), df_tau=df_tau,
-                      within=_ratio(within, df_within), df_within=df_within, n_ft=n_ft)
+    within_ss = np.where(present, (y - model_mean[..., None]) ** 2, 0.0).sum((-1, -2))  # [..., V]
+    df_own = np.maximum(n_runs - 1, 0).sum(-1)  # [..., V]
+    own_within = _ratio(within_ss, df_own)
+    n_ft = _ratio(n_pre, np.where(has_model, 1.0 / np.maximum(n_runs, 1), 0.0).sum(-1))  # [..., V]
+    return Components(mean=mean, n_pre=n_pre, n_ft=n_ft, own_within=own_within, df_own=df_own,
+                      between=_ratio(between, df_tau), df_tau=df_tau,
+                      pooled_within=_ratio(within_ss.sum(-1), df_own.sum(-1)), df_within=df_own.sum(-1),
+                      equal_ft_p=bartlett_p(own_within, df_own), alpha=alpha)
 
 
 def difference_tests(c: Components, better: Sequence[int], worse: Sequence[int]) -> dict[str, np.ndarray]:
-    """Effect ``d = mean[better] - mean[worse]``, its standard error, df and two-sided p for the
-    variant index pairs (last axis: the comparisons)."""
+    """Effect ``d = mean[better] - mean[worse]``, its standard error
+    ``sqrt(tau2_b / P_b + tau2_w / P_w)``, df (``df_tau``) and two-sided p for the variant index
+    pairs (last axis: the comparisons)."""
     better, worse = np.asarray(better), np.asarray(worse)
     d = c.mean[..., better] - c.mean[..., worse]
-    scale = 1.0 / c.n_pre[..., better] + 1.0 / c.n_pre[..., worse]
-    se = np.sqrt(c.tau2[..., None] * scale)
+    tau2 = c.tau2
+    se = np.sqrt(tau2[..., better] / c.n_pre[..., better] + tau2[..., worse] / c.n_pre[..., worse])
     df = np.broadcast_to(c.df_tau[..., None], d.shape).astype(float)
     t = _ratio(d, se)
     p = np.where(df > 0, 2 * stats.t.sf(np.abs(t), np.maximum(df, 1)), np.nan)
-    return {"difference": d, "se": se, "df": df, "t": t, "p": p, "scale": scale}
+    return {"difference": d, "se": se, "df": df, "t": t, "p": p}
 
 
 def holm(p: np.ndarray) -> np.ndarray:
@@ -286,7 +366,6 @@ class ColumnStats:
 
     components: Components
     variants: list[str]
-    chance: str  # "above" (some variant beats the constant), "at chance", "unknown" or "no baseline"
 
     def index(self, variant: str) -> int:
         return self.variants.index(variant)
@@ -296,39 +375,61 @@ class ColumnStats:
         return [v for v, n in zip(self.variants, self.components.n_pre) if n >= 2]
 
 
-def column_stats(per_seed: pd.DataFrame, column: str, baseline: float | None = None,
-                 alpha: float = ALPHA) -> ColumnStats:
-    """Variance components of ``column`` and whether its models are at chance against
-    ``baseline`` (the best constant predictor's score; None: not checked)."""
+def column_stats(per_seed: pd.DataFrame, column: str, alpha: float = ALPHA) -> ColumnStats:
+    """Variance components of ``column`` of a per-seed table (Bartlett's test at ``alpha``)."""
     y, variants = score_array(per_seed, column)
-    c = components(y)
-    return ColumnStats(c, variants, chance_status(c, baseline, alpha))
+    return ColumnStats(components(y, alpha), variants)
 
 
-def chance_status(c: Components, baseline: float | None, alpha: float = ALPHA) -> str:
-    """``"above"`` when some variant's ``1 - alpha`` interval lies above ``baseline``, ``"at
-    chance"`` when none does (or, variance unknown, every mean is at or below it), else
-    ``"unknown"``; ``"no baseline"`` without one."""
-    if baseline is None or (isinstance(baseline, float) and math.isnan(baseline)) or not len(c.mean):
-        return "no baseline"
-    if float(np.nanmax(c.mean)) <= baseline:
-        return "at chance"
-    if not c.df_tau > 0:
-        return "unknown"
-    lower = c.mean - interval_halfwidth(np.sqrt(c.tau2 / c.n_pre), c.df_tau, alpha)
-    return "above" if bool(np.any(lower > baseline)) else "at chance"
+def _interval(col: ColumnStats, variant: str, level_alpha: float) -> tuple[float, float]:
+    """A variant's mean and the half-width of its two-sided ``1 - level_alpha`` t interval
+    (standard error ``sqrt(tau2_v / P_v)``; NaN where the variance is unknown)."""
+    c, i = col.components, col.index(variant)
+    half = interval_halfwidth(math.sqrt(float(c.tau2[i]) / c.n_pre[i]), c.df_tau, level_alpha)
+    return float(c.mean[i]), float(half)
 
 
-def variance_table(per_seed: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
-    """Per column: the pooled variance of a pretrained model's mean score (``tau2``) with its df
-    and the variants it was pooled from, the fine-tuning and pretraining components, and the
-    standard deviation of one run (``sqrt(pretraining + fine-tuning)``)."""
+def learned(per_seed: pd.DataFrame, column: str, baseline: tuple[str, float], selection: pd.DataFrame | None = None,
+            alpha: float = ALPHA) -> dict:
+    """Have the models learned ``column`` beyond ``baseline`` (its best order-free baseline: name
+    and score)? The best variant is chosen on ``selection`` (per-seed scores of the validation
+    split; without it, on ``per_seed`` itself, which favours the models); the column is
+    *testable* when the lower end of that variant's two-sided ``1 - alpha`` interval on
+    ``per_seed`` lies above the baseline's score (where the variance is unknown: when its mean
+    does). Otherwise the reason reads "no model beats <baseline> on <column>"."""
+    name, score = baseline
+    variants = list(dict.fromkeys(per_seed[column].dropna().index.get_level_values("variant")))
+    best = (best_on(selection, column, variants) if selection is not None else None) or best_on(per_seed, column, variants)
+    row = {"column": column, "best variant": best, "mean": math.nan, "low": math.nan, "baseline": name,
+           "baseline score": float(score), "testable": False, "reason": f"no model beats {name} on {column}"}
+    if best is None:
+        return {**row, "reason": f"no model has a score on {column}"}
+    mean, half = _interval(column_stats(per_seed, column, alpha), best, alpha)
+    beats = mean > score if math.isnan(half) else mean - half > score
+    return {**row, "mean": mean, "low": mean - half, "testable": bool(beats), "reason": "" if beats else row["reason"]}
+
+
+def variance_table(per_seed: pd.DataFrame, columns: Sequence[str], alpha: float = ALPHA) -> pd.DataFrame:
+    """Per column: the between-pretraining-seed mean square with its df and the variants it was
+    pooled from, its floor (the pooled fine-tuning variance over the fine-tuning seeds a model has),
+    ``tau2`` (the larger of the two, for a variant with the pooled fine-tuning variance), the
+    fine-tuning and pretraining components, the standard deviation of one run
+    (``sqrt(pretraining + fine-tuning)``), Bartlett's p for equal fine-tuning variances across
+    variants and the range of the variants' own fine-tuning variances."""
     rows = {}
     for column in columns:
-        col = column_stats(per_seed, column)
+        col = column_stats(per_seed, column, alpha)
         c = col.components
-        rows[column] = {"tau2": float(c.tau2), "df": int(c.df_tau), "fine-tuning": float(c.within),
-                        "pretraining": float(c.pretrain), "sd of one run": float(np.sqrt(c.pretrain + c.within)),
+        present = c.n_pre > 0
+        n_ft = float(c.n_pre[present].sum() / (c.n_pre[present] / c.n_ft[present]).sum()) if present.any() else math.nan
+        floor = float(c.pooled_within) / n_ft
+        own = c.own_within[present & ~np.isnan(c.own_within)]
+        rows[column] = {"between": float(c.between), "df": int(c.df_tau), "floor": floor,
+                        "tau2": float(c.pretrain) + (floor if not math.isnan(floor) else 0.0),
+                        "fine-tuning": float(c.pooled_within), "pretraining": float(c.pretrain),
+                        "sd of one run": math.sqrt(float(c.pretrain) + float(c.pooled_within)),
+                        "equal fine-tuning (Bartlett p)": float(c.equal_ft_p),
+                        "fine-tuning per variant": f"{own.min():.2f} to {own.max():.2f}" if len(own) else "n/a",
                         "pooled from": ", ".join(col.pooled_from) or "none (pretraining variance unknown)"}
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("column")
 
@@ -337,63 +438,74 @@ def _variance_note(column: ColumnStats, better: str, worse: str) -> str:
     c = column.components
     if not c.df_tau > 0:
         return "pretraining variance unknown"
-    pooled = column.pooled_from
+    note = f"pooled over {len(column.pooled_from)} variant(s), df {int(c.df_tau)}"
+    if float(c.pretrain) == 0.0:
+        note += "; tau2 at its floor (fine-tuning part)"
+    if bool(c.unequal_ft):
+        note += f"; own fine-tuning variances (Bartlett p {float(c.equal_ft_p):.2g})"
     borrowed = [v for v in (better, worse) if c.n_pre[column.index(v)] < 2]
-    note = f"pooled over {len(pooled)} variant(s), df {int(c.df_tau)}"
     return note + (f"; one pretraining seed (borrowed): {', '.join(borrowed)}" if borrowed else "")
 
 
 def compare_family(comparisons: Sequence[Comparison], per_seed: pd.DataFrame,
-                   baselines: Mapping[str, float] | None = None, alpha: float = ALPHA,
+                   untestable: Mapping[str, str] | None = None, alpha: float = ALPHA,
                    power: float = POWER) -> pd.DataFrame:
     """Test a family of comparisons (a claim's): one row per comparison whose variants and column
     are present, with the effect, its Bonferroni interval, p, Holm's p, the outcome, the MDE (80%
-    power at the Bonferroni level) and its projections with 2x fine-tuning / pretraining seeds."""
+    power at the Bonferroni level) and its projections with 2x fine-tuning / pretraining seeds.
+
+    ``untestable``: column -> why it is not testable (:func:`learned`). A comparison on such a
+    column keeps its effect and interval but enters no decision: it is left out of the family
+    (Holm's ``K`` and the Bonferroni level count only the testable comparisons) and its
+    ``gate`` says why."""
+    untestable = untestable or {}
     columns: dict[str, ColumnStats] = {}
-    rows, tested_on = [], []
+    rows, pairs = [], []
     for comp in comparisons:
         if comp.column not in per_seed.columns:
             continue
         if comp.column not in columns:
-            base = None if baselines is None else baselines.get(comp.column)
-            columns[comp.column] = column_stats(per_seed, comp.column, base, alpha)
+            columns[comp.column] = column_stats(per_seed, comp.column, alpha)
         col = columns[comp.column]
         if comp.better not in col.variants or comp.worse not in col.variants:
             continue
-        test = {k: float(v[0]) for k, v in
-                difference_tests(col.components, [col.index(comp.better)], [col.index(comp.worse)]).items()}
+        pair = (col.index(comp.better), col.index(comp.worse))
+        test = {k: float(v[0]) for k, v in difference_tests(col.components, [pair[0]], [pair[1]]).items()}
         rows.append({"comparison": comp, "better": comp.better, "worse": comp.worse, "column": comp.column,
-                     **test, "chance": col.chance, "variance": _variance_note(col, comp.better, comp.worse)})
-        tested_on.append(col.components)
+                     **test, "gate": untestable.get(comp.column, ""),
+                     "variance": _variance_note(col, comp.better, comp.worse)})
+        pairs.append((col.components, pair))
     table = pd.DataFrame(rows, columns=["comparison", "better", "worse", "column", "difference", "se", "df", "t", "p",
-                                        "scale", "chance", "variance"])
-    k = len(table)
-    if not k:
+                                        "gate", "variance"])
+    if not len(table):
         return _finish(table)
-    at_chance = (table["chance"] == "at chance").to_numpy()
-    p = np.where(at_chance, np.nan, table["p"].to_numpy(dtype=float))
-    table["p (Holm)"] = holm(p)
+    testable = (table["gate"] == "").to_numpy()
+    k = max(int(testable.sum()), 1)
+    adjusted = np.full(len(table), np.nan)
+    adjusted[testable] = holm(table["p"].to_numpy(dtype=float)[testable])
+    table["p (Holm)"] = adjusted
     half = interval_halfwidth(table["se"].to_numpy(dtype=float), table["df"].to_numpy(dtype=float), alpha / k)
     table["low"], table["high"] = table["difference"] - half, table["difference"] + half
-    table["outcome"] = outcomes(table["difference"].to_numpy(dtype=float), table["p (Holm)"].to_numpy(), alpha)
-    projections = [_mde_row(c, se, df, scale, alpha / k, power)
-                   for c, se, df, scale in zip(tested_on, table["se"], table["df"], table["scale"])]
+    table["outcome"] = outcomes(table["difference"].to_numpy(dtype=float), adjusted, alpha)
+    projections = [_mde_row(c, pair, alpha / k, power) if ok else (math.nan,) * 3
+                   for (c, pair), ok in zip(pairs, testable)]
     table["MDE"], table["MDE 2x fine-tuning seeds"], table["MDE 2x pretraining seeds"] = map(list, zip(*projections))
-    table["seeds needed"] = [math.nan if chance == "at chance" else seeds_needed(c, d, alpha / k, power)
-                             for c, d, chance in zip(tested_on, table["difference"], table["chance"])]
+    table["seeds needed"] = [seeds_needed(c, pair, d, alpha / k, power) if ok else math.nan
+                             for (c, pair), d, ok in zip(pairs, table["difference"], testable)]
     return _finish(table)
 
 
-def _mde_row(c: Components, se: float, df: float, scale: float, level_alpha: float,
-             power: float) -> tuple[float, float, float]:
-    """MDE of a comparison (standard error ``se``, ``scale = 1/P_a + 1/P_b``) now, with twice the
-    fine-tuning seeds (the fine-tuning part of ``tau2`` halves, df unchanged) and with twice the
-    pretraining seeds (``scale`` halves; every variant then has ``2 P_v - 1`` df to pool)."""
-    now = mde(se, df, level_alpha, power)
-    pre, ft = float(c.pretrain), float(c.within / c.n_ft)
-    more_ft = mde(math.sqrt((pre + ft / 2) * scale), df, level_alpha, power)
-    df_more_pre = float(np.sum(2 * c.n_pre[c.n_pre > 0] - 1))
-    more_pre = mde(math.sqrt(float(c.tau2) * scale / 2), df_more_pre, level_alpha, power)
+def _mde_row(c: Components, pair: tuple[int, int], level_alpha: float, power: float) -> tuple[float, float, float]:
+    """MDE of the comparison of variants ``pair`` now, with twice the fine-tuning seeds (the
+    fine-tuning parts of ``tau2`` halve, df unchanged) and with twice the pretraining seeds (each
+    ``tau2_v / P_v`` halves; every variant then has ``2 P_v - 1`` df to pool)."""
+    a, b = pair
+    tau2, n_pre, pre, ft = c.tau2, c.n_pre, float(c.pretrain), c.ft_part
+    variance = float(tau2[a] / n_pre[a] + tau2[b] / n_pre[b])
+    now = mde(math.sqrt(variance), float(c.df_tau), level_alpha, power)
+    more_ft = mde(math.sqrt(float((pre + ft[a] / 2) / n_pre[a] + (pre + ft[b] / 2) / n_pre[b])), float(c.df_tau),
+                  level_alpha, power)
+    more_pre = mde(math.sqrt(variance / 2), float(np.sum(2 * n_pre[n_pre > 0] - 1)), level_alpha, power)
     return now, more_ft, more_pre
 
 
@@ -401,17 +513,19 @@ def _mde_row(c: Components, se: float, df: float, scale: float, level_alpha: flo
 MAX_SEEDS = 64
 
 
-def seeds_needed(c: Components, effect: float, level_alpha: float, power: float = POWER,
+def seeds_needed(c: Components, pair: tuple[int, int], effect: float, level_alpha: float, power: float = POWER,
                  limit: int = MAX_SEEDS) -> float:
     """The fewest pretraining seeds ``P`` per variant (each model fine-tuned with as many seeds as
-    now, so ``tau2`` stays) at which a comparison detects a true difference ``effect`` with
-    probability ``power`` at ``level_alpha``: standard error ``sqrt(2 tau2 / P)``, df ``V (P - 1)``
-    over the ``V`` variants of the column. NaN when the variance is unknown or ``limit`` is not enough."""
+    now, so each ``tau2_v`` stays) at which the comparison of variants ``pair`` detects a true
+    difference ``effect`` with probability ``power`` at ``level_alpha``: standard error
+    ``sqrt((tau2_a + tau2_b) / P)``, df ``V (P - 1)`` over the ``V`` variants of the column. NaN
+    when the variance is unknown or ``limit`` is not enough."""
     n_variants = int(np.sum(c.n_pre > 0))
-    if not (float(c.tau2) > 0 and abs(effect) > 0 and n_variants):
+    variance = float(c.tau2[pair[0]] + c.tau2[pair[1]])
+    if not (variance > 0 and abs(effect) > 0 and n_variants):
         return math.nan
     for seeds in range(2, limit + 1):
-        if mde(math.sqrt(2 * float(c.tau2) / seeds), n_variants * (seeds - 1), level_alpha, power) <= abs(effect):
+        if mde(math.sqrt(variance / seeds), n_variants * (seeds - 1), level_alpha, power) <= abs(effect):
             return float(seeds)
     return math.nan
 
@@ -435,29 +549,36 @@ def _finish(table: pd.DataFrame) -> pd.DataFrame:
             table[name] = pd.Series(dtype=float)
     if "outcome" not in table:
         table["outcome"] = pd.Series(dtype=int)
-    return table.drop(columns=["t", "scale"])
+    return table.drop(columns=["t"])
+
+
+def not_testable(reasons: Iterable[str]) -> str:
+    """The verdict on what no model has learned: "not testable at this scale: <reasons>"."""
+    return f"{NOT_TESTABLE}: {'; '.join(dict.fromkeys(reasons))}"
 
 
 def claim_verdict(claim: Claim, details: pd.DataFrame) -> str:
-    """The verdict of a claim from :func:`compare_family`'s rows."""
+    """The verdict of a claim from :func:`compare_family`'s rows (its testable ones)."""
     if details.empty:
         return NOT_TESTED
-    code = int(claim_codes(details["outcome"].to_numpy(), claim.quantifier))
+    testable = details[details["gate"] == ""]
+    if testable.empty:
+        return not_testable(details["gate"])
+    code = int(claim_codes(testable["outcome"].to_numpy(), claim.quantifier))
     if code:
         return SUPPORTED if code > 0 else CONTRADICTED
-    if (details["chance"] == "at chance").all():
-        return AT_CHANCE
-    if details["variance"].eq("pretraining variance unknown").any():
+    if testable["variance"].eq("pretraining variance unknown").any():
         return VARIANCE_UNKNOWN
     return UNDECIDED
 
 
-def assess(claim: Claim, per_seed: pd.DataFrame, baselines: Mapping[str, float] | None = None,
+def assess(claim: Claim, per_seed: pd.DataFrame, untestable: Mapping[str, str] | None = None,
            alpha: float = ALPHA, power: float = POWER) -> dict:
     """Test one claim on per-seed scores (index :data:`LEVELS`): the verdict, counts, the mean
-    effect, the claim's MDE (largest over its comparisons) and its projections, and the
-    comparison rows (``details``). Comparisons whose variants or column are absent are skipped."""
-    details = compare_family(claim.comparisons, per_seed, baselines, alpha, power)
+    effect, the claim's MDE (largest over its testable comparisons) and its projections, the
+    columns it is ``not testable on`` and the comparison rows (``details``). Comparisons whose
+    variants or column are absent are skipped."""
+    details = compare_family(claim.comparisons, per_seed, untestable, alpha, power)
     verdict = claim_verdict(claim, details)
     undecided = verdict.startswith("not decidable")
 
@@ -471,30 +592,30 @@ def assess(claim: Claim, per_seed: pd.DataFrame, baselines: Mapping[str, float] 
         "decided as claimed": int((details["outcome"] == 1).sum()),
         "decided against": int((details["outcome"] == -1).sum()),
         "mean difference": float(details["difference"].mean()) if len(details) else math.nan,
-        "verdict": verdict, "MDE": largest("MDE"), "MDE 2x fine-tuning seeds": largest("MDE 2x fine-tuning seeds"),
+        "verdict": verdict, "not testable on": "; ".join(dict.fromkeys(g for g in details["gate"] if g)),
+        "MDE": largest("MDE"), "MDE 2x fine-tuning seeds": largest("MDE 2x fine-tuning seeds"),
         "MDE 2x pretraining seeds": largest("MDE 2x pretraining seeds"),
         "seeds needed": claim_seeds_needed(details["seeds needed"], details["difference"], claim.quantifier)
         if verdict == UNDECIDED else math.nan, "details": details,
     }
 
 
-def assess_claims(claims: Iterable[Claim], per_seed: pd.DataFrame, baselines: Mapping[str, float] | None = None,
+def assess_claims(claims: Iterable[Claim], per_seed: pd.DataFrame, untestable: Mapping[str, str] | None = None,
                   alpha: float = ALPHA) -> pd.DataFrame:
     """:func:`assess` for each claim, one row per claim (index: the claim's key)."""
-    rows = {claim.key: assess(claim, per_seed, baselines, alpha) for claim in claims}
+    rows = {claim.key: assess(claim, per_seed, untestable, alpha) for claim in claims}
     return pd.DataFrame.from_dict(rows, orient="index").drop(columns="details").rename_axis("claim id")
 
 
-def comparison_table(claims: Iterable[Claim], per_seed: pd.DataFrame, baselines: Mapping[str, float] | None = None,
+def comparison_table(claims: Iterable[Claim], per_seed: pd.DataFrame, untestable: Mapping[str, str] | None = None,
                      alpha: float = ALPHA) -> pd.DataFrame:
     """Every comparison of every claim: the effect, its Bonferroni interval, p, Holm's p, the
     outcome in words, the MDE and where the variance came from."""
     words = {1: "as claimed", -1: "against", 0: "not decided"}
     parts = []
     for claim in claims:
-        details = assess(claim, per_seed, baselines, alpha)["details"]
-        outcome = [("at chance" if chance == "at chance" else words[o]) for o, chance in
-                   zip(details["outcome"], details["chance"])]
+        details = assess(claim, per_seed, untestable, alpha)["details"]
+        outcome = [("not testable" if gate else words[o]) for o, gate in zip(details["outcome"], details["gate"])]
         parts.append(pd.DataFrame({
             "claim id": claim.key, "expected higher": details["better"], "expected lower": details["worse"],
             "column": details["column"], "difference": details["difference"], "low": details["low"],
@@ -511,12 +632,12 @@ def against_baselines(per_seed: pd.DataFrame, selection: pd.DataFrame, baselines
 
     ``baselines``: baseline name -> column -> score (absent or NaN: that baseline does not score
     the column). The best variant of a column is chosen on ``selection`` (the per-seed scores of
-    the validation split, :func:`best_on`) and its mean on ``per_seed`` gets a t interval from the
-    column's pooled ``tau2`` (standard error ``sqrt(tau2 / P)``), Bonferroni over the column's
-    baselines (level ``alpha / K`` for ``K`` baselines). A baseline's score is one deterministic
-    fit on the same examples, taken as exact. Outcome: ``"above"``
-    when the interval lies above the baseline, ``"below"`` when it lies below, ``"not decided"``
-    when it contains it, ``"variance unknown"`` when no variant has two pretraining seeds."""
+    the validation split, :func:`best_on`) and its mean on ``per_seed`` gets a t interval from its
+    ``tau2_v`` (standard error ``sqrt(tau2_v / P_v)``), Bonferroni over the column's baselines
+    (level ``alpha / K`` for ``K`` baselines). A baseline's score is one deterministic fit on the
+    same examples, taken as exact. Outcome: ``"above"`` when the interval lies above the
+    baseline, ``"below"`` when it lies below, ``"not decided"`` when it contains it, ``"variance
+    unknown"`` when no variant has two pretraining seeds."""
     rows = []
     for column in per_seed.columns:
         scored = {name: float(scores[column]) for name, scores in baselines.items()
@@ -524,12 +645,10 @@ def against_baselines(per_seed: pd.DataFrame, selection: pd.DataFrame, baselines
         best = best_on(selection, column, list(dict.fromkeys(per_seed.index.get_level_values("variant"))))
         if not scored or best is None:
             continue
-        col = column_stats(per_seed, column)
+        col = column_stats(per_seed, column, alpha)
         if best not in col.variants:
             continue
-        c, i = col.components, col.index(best)
-        half = float(interval_halfwidth(math.sqrt(float(c.tau2) / c.n_pre[i]), c.df_tau, alpha / len(scored)))
-        mean = float(c.mean[i])
+        mean, half = _interval(col, best, alpha / len(scored))
         for name, score in scored.items():
             outcome = ("variance unknown" if math.isnan(half) else "above" if mean - half > score
                        else "below" if mean + half < score else "not decided")
@@ -538,6 +657,107 @@ def against_baselines(per_seed: pd.DataFrame, selection: pd.DataFrame, baselines
                          "difference": mean - score, "outcome": outcome})
     return pd.DataFrame(rows, columns=["column", "best variant", "mean", "low", "high", "baseline", "baseline score",
                                        "difference", "outcome"])
+
+
+# ----------------------------------------------------------------------------- the rule on simulated runs
+
+
+@dataclass(frozen=True)
+class Design:
+    """A column as the simulations draw it: its ``variants`` with their pretraining seeds
+    ``n_pre`` and fine-tuning seeds a model ``n_ft``, and true variance components: ``pretrain``
+    (one for the column) and ``finetune`` (per variant)."""
+
+    variants: list[str]
+    n_pre: np.ndarray
+    n_ft: np.ndarray
+    pretrain: float
+    finetune: np.ndarray
+
+    @classmethod
+    def of(cls, col: ColumnStats) -> Design:
+        """The design and the estimated components of a column of this run."""
+        c = col.components
+        present = c.n_pre > 0
+        return cls([v for v, keep in zip(col.variants, present) if keep], c.n_pre[present].astype(int),
+                   np.maximum(np.rint(c.n_ft[present]), 1).astype(int), float(c.pretrain),
+                   np.nan_to_num(c.within[present]))
+
+    def draw(self, mean: np.ndarray, runs: int, rng: np.random.Generator) -> np.ndarray:
+        """``runs`` score arrays ``[runs, V, P, F]`` (NaN where a variant has fewer seeds) with
+        true variant means ``mean``: ``y = mu_v + a_vp + e_vpf``."""
+        n_variants, p_max, f_max = len(self.variants), int(self.n_pre.max()), int(self.n_ft.max())
+        y = (mean[None, :, None, None] + math.sqrt(self.pretrain) * rng.standard_normal((runs, n_variants, p_max, 1))
+             + np.sqrt(self.finetune)[None, :, None, None] * rng.standard_normal((runs, n_variants, p_max, f_max)))
+        absent = ((np.arange(p_max)[None, :, None] >= self.n_pre[:, None, None])
+                  | (np.arange(f_max)[None, None, :] >= self.n_ft[:, None, None]))  # [V, P, F]
+        return np.where(absent[None], np.nan, y)
+
+
+def planted_means(comparisons: Sequence[Comparison], variants: Sequence[str], effect: float) -> np.ndarray:
+    """True variant means at which every comparison holds with difference ``effect``: ``+effect/2``
+    for the variants expected higher, ``-effect/2`` for those expected lower, 0 for the others
+    (the two sets must be apart)."""
+    higher, lower = {c.better for c in comparisons}, {c.worse for c in comparisons}
+    if higher & lower:
+        raise ValueError(f"a planted effect needs variants expected higher and lower apart; both: {sorted(higher & lower)}")
+    return np.array([effect / 2 if v in higher else -effect / 2 if v in lower else 0.0 for v in variants])
+
+
+def simulated_verdicts(claim: Claim, designs: Mapping[str, Design], effect: float = 0.0, runs: int = 1000,
+                       rng: np.random.Generator | None = None, alpha: float = ALPHA) -> tuple[float, float]:
+    """The rates of "supported" and "contradicted" when the claim's comparisons on the columns
+    of ``designs`` (the others are left out, as untestable comparisons are) are tested by this
+    module's rule on ``runs`` simulated runs in which each holds with true difference ``effect``
+    (0: no true difference). NaN when no comparison is simulated or a pretraining variance is
+    unknown."""
+    rng = rng if rng is not None else np.random.default_rng(0)
+    differences, p_values = [], []
+    for column, design in designs.items():
+        chosen = [c for c in claim.comparisons
+                  if c.column == column and c.better in design.variants and c.worse in design.variants]
+        if not chosen:
+            continue
+        if math.isnan(design.pretrain):
+            return math.nan, math.nan
+        y = design.draw(planted_means(chosen, design.variants, effect), runs, rng)
+        tests = difference_tests(components(y, alpha), [design.variants.index(c.better) for c in chosen],
+                                 [design.variants.index(c.worse) for c in chosen])
+        differences.append(tests["difference"])
+        p_values.append(tests["p"])
+    if not differences:
+        return math.nan, math.nan
+    difference, p = np.concatenate(differences, -1), np.concatenate(p_values, -1)
+    codes = claim_codes(outcomes(difference, holm(p), alpha), claim.quantifier)
+    return float((codes == 1).mean()), float((codes == -1).mean())
+
+
+def operating_characteristics(claims: Iterable[Claim], per_seed: pd.DataFrame,
+                              untestable: Mapping[str, str] | None = None, effects: Sequence[float] = (2.0, 5.0),
+                              runs: int = 1000, seed: int = 0, alpha: float = ALPHA) -> pd.DataFrame:
+    """How often this rule gives a wrong verdict and how often it finds a true effect, per claim,
+    on runs simulated with this run's design (variants, seeds) and estimated variance components
+    on each testable column of the claim (:meth:`Design.of`): the rate of any verdict when no
+    comparison holds ("false verdicts", every verdict then wrong), and for each planted effect
+    (points, every comparison true by that much) the rates of "supported" (power) and of
+    "contradicted" (wrong). Rates are over ``runs`` runs (seeded), conditional on the columns
+    being testable."""
+    untestable = untestable or {}
+    rng = np.random.default_rng(seed)
+    designs: dict[str, Design] = {}
+    rows = {}
+    for claim in claims:
+        for column in dict.fromkeys(c.column for c in claim.comparisons):
+            if column not in designs and column in per_seed.columns and column not in untestable:
+                designs[column] = Design.of(column_stats(per_seed, column, alpha))
+        own = {c.column: designs[c.column] for c in claim.comparisons if c.column in designs}
+        row = {"claim": claim.text, "quantifier": claim.quantifier,
+               "false verdicts (no true difference)": sum(simulated_verdicts(claim, own, 0.0, runs, rng, alpha))}
+        for effect in effects:
+            supported, contradicted = simulated_verdicts(claim, own, effect, runs, rng, alpha)
+            row[f"power at {effect:+g} points"], row[f"contradicted at {effect:+g} points"] = supported, contradicted
+        rows[claim.key] = row
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("claim id")
 
 
 def best_on(selection: pd.DataFrame, column: str, candidates: Sequence[str]) -> str | None:

@@ -87,6 +87,22 @@ PAPER_TASKS = {"cola": "CoLA: grammatical acceptability", "sst2": "SST-2: sentim
                "squad_v2": "SQuAD v2.0: extractive QA with unanswerable questions"}
 
 
+#: The score columns of the findings: tasks grouped by kind and by whether their label depends on
+#: word order (``TaskSpec.order_sensitive``), so that an order-free task is never averaged with
+#: one that tests position. Keys ``(span, order_sensitive)``.
+GROUP_NAMES = {(False, True): "order-sensitive classification", (False, False): "order-free classification",
+               (True, True): "span", (True, False): "order-free span"}
+ORDER_SENSITIVE_CLASSIFICATION, SPAN = GROUP_NAMES[(False, True)], GROUP_NAMES[(True, True)]
+
+
+def score_groups(specs: Mapping) -> dict[str, list[str]]:
+    """The non-empty groups of :data:`GROUP_NAMES` (name -> tasks, in the order of ``specs``:
+    task -> ``TaskSpec``)."""
+    groups = {name: [t for t, s in specs.items() if ((s.meta.kind == "span"), s.order_sensitive) == key]
+              for key, name in GROUP_NAMES.items()}
+    return {name: tasks for name, tasks in groups.items() if tasks}
+
+
 def score_records(finetuned: Mapping[tuple[str, str, int, int], Mapping], kinds: Mapping[str, str],
                   split: str = "test") -> pd.DataFrame:
     """Long table ``variant, task, pretrain_seed, seed, metric, value`` (percent) from fine-tuning

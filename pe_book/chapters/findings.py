@@ -3,40 +3,51 @@ sound rule of :mod:`pe_book.stats`, and the claims about indicators by rank corr
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
 from pe_book import claims, stats, tables
 from pe_book.chapters import common
+from pe_book.chapters.pretraining import count_parameters
 from pe_book.experiments.baselines import LABELS, baseline_payloads
 from pe_book.experiments.profiles import GPU, Profile
 from pe_lib.data.tasks import get_task
 from pe_lib.positions import parse_variant, resolve_variants
 
-VERDICT_LABELS = ("supported", "contradicted", "not decidable", "not tested")
+VERDICT_LABELS = ("supported", "contradicted", "not decidable", "not testable", "not tested")
+#: Simulated runs per claim and case for the rule's false-verdict rate and power (seeded; a rate
+#: near 5% has a standard error of 0.35 points; under a second on the cpu run), and the planted effects (points).
+SIMULATED_RUNS = 4000
+PLANTED = (2.0, 5.0)
 
 
 @dataclass
 class Findings:
     """What the chapter shows: ``indicators`` (probe indicators of the trained models, per
-    variant), ``scores`` (seed means per variant of each group average), their ``correlation``,
-    the ``variance`` components, the best variant of each column ``against_baselines``
-    (:func:`pe_book.stats.against_baselines`), the ``verdicts`` on the paper's claims with the
-    ``details`` of every comparison, what each undecided claim would ``need``, the
-    ``indicator_verdicts`` and ``cited``, by glue name."""
+    variant), ``scores`` (seed means per variant of each score column: the order-sensitive and
+    order-free groups of :func:`pe_book.tables.score_groups`), their ``correlation``, the
+    ``variance`` components, which columns are ``testable`` (the best variant against the best
+    order-free baseline, :func:`pe_book.stats.learned`), the best variant of each column
+    ``against_baselines`` (:func:`pe_book.stats.against_baselines`), the ``verdicts`` on the
+    paper's claims with the ``details`` of every comparison, what each claim not decided would
+    ``need``, the rule's ``operating`` characteristics per claim
+    (:func:`pe_book.stats.operating_characteristics`), the ``indicator_verdicts`` and ``cited``,
+    by glue name."""
     names: list[str]
     groups: dict[str, list[str]]
     indicators: pd.DataFrame
     scores: pd.DataFrame
     correlation: pd.DataFrame
     variance: pd.DataFrame
+    testable: pd.DataFrame
     against_baselines: pd.DataFrame
     verdicts: pd.DataFrame
     indicator_verdicts: pd.DataFrame
     details: pd.DataFrame
     needs: pd.DataFrame
+    operating: pd.DataFrame
     cited: dict
 
     def points(self) -> pd.DataFrame:
@@ -56,10 +67,11 @@ def variant_kind(variant: str) -> str:
 
 
 def compute(runner, variants: Sequence[str] = (), seeds: Sequence[int] = (), split: str = "test",
-            layer: int = 0, alpha: float = 0.05) -> Findings:
+            layer: int = 0, alpha: float = 0.05, runs: int = SIMULATED_RUNS) -> Findings:
     """Verdicts on the paper's claims from the scores of ``variants`` (default: the profile's) on
     ``split`` over fine-tuning ``seeds`` (default: the profile's) and every pretraining seed,
-    familywise level ``alpha`` per claim; indicators of the probed ``layer``."""
+    familywise level ``alpha`` per claim, on the columns the models learned; indicators of the
+    probed ``layer``; the rule's false-verdict rate and power over ``runs`` simulated runs."""
     common.check_split(split)
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
@@ -67,8 +79,7 @@ def compute(runner, variants: Sequence[str] = (), seeds: Sequence[int] = (), spl
     specs = {t: get_task(t) for t in runner.profile.tasks}
     kinds = {t: s.meta.kind for t, s in specs.items()}
     span_tasks = [t for t, kind in kinds.items() if kind == "span"]
-    groups = {k: v for k, v in {"classification": [t for t, kind in kinds.items() if kind != "span"],
-                                "span": span_tasks}.items() if v}
+    groups = tables.score_groups(specs)
     seed_list = list(seeds or runner.profile.seeds)
     finetuned = common.finetuned_payloads(runner, names, specs, seed_list)
     per_seed = tables.per_seed_scores(tables.score_records(finetuned, kinds, split), groups)
@@ -76,32 +87,127 @@ def compute(runner, variants: Sequence[str] = (), seeds: Sequence[int] = (), spl
     floor = tables.per_seed_scores(tables.score_records(baseline_payloads(runner, list(specs)), kinds, split), groups)
     floor = floor.droplevel(["pretrain_seed", "seed"])  # one deterministic run per baseline
     floor = floor.reindex([label for label in LABELS.values() if label in floor.index])
-    baselines = {column: float(score) for column, score in floor.loc[LABELS["constant"]].dropna().items()}  # best constant
+    flags = {t: runner.ensure_baselines(t).payload["baselines"] for t in specs}
+    testable = testability(per_seed, validation, order_free_best(floor, flags), groups, alpha)
+    untestable = {column: row["reason"] for column, row in testable.iterrows() if not row["testable"]}
     scores = tables.summarise(per_seed[list(groups)]).xs("mean", axis=1, level=1)
     analyses = {name: runner.ensure_analysis(name).payload for name in names}
     indicators = tables.indicator_table(analyses, "trained", "probe", layer)
     correlation = claims.correlations(indicators, scores)
     paper = claims.paper_claims(span_tasks=span_tasks, selection=validation)
-    details = stats.comparison_table(paper, per_seed, baselines, alpha)
-    verdicts = stats.assess_claims(paper, per_seed, baselines, alpha)
+    details = stats.comparison_table(paper, per_seed, untestable, alpha)
+    verdicts = stats.assess_claims(paper, per_seed, untestable, alpha)
     verdicts["effects"] = effects_text(details).reindex(verdicts.index).fillna("no comparison")
+    order_free_rows = {"baseline: best order-free": testable["baseline score"].to_dict()}
     result = Findings(
         names, groups, indicators, scores, correlation,
-        stats.variance_table(per_seed, list(groups) + [t for t in span_tasks if t in per_seed.columns]),
+        stats.variance_table(per_seed, list(groups) + [t for t in span_tasks if t in per_seed.columns], alpha),
+        testable,
         stats.against_baselines(per_seed[list(groups) + list(specs)], validation,
-                                {label: row.to_dict() for label, row in floor.iterrows()}, alpha),
-        verdicts, claims.assess_indicator_claims(correlation, list(scores.columns), alpha), details,
-        needs(verdicts, details), {})
+                                {**{label: row.to_dict() for label, row in floor.iterrows()}, **order_free_rows}, alpha),
+        verdicts, claims.assess_indicator_claims(correlation, list(scores.columns), alpha, untestable), details,
+        needs(verdicts, details), stats.operating_characteristics(paper, per_seed, untestable, PLANTED, runs, 0, alpha),
+        {})
     all_verdicts = list(result.verdicts["verdict"]) + list(result.indicator_verdicts["verdict"])
     result.cited = {
         "n_seeds": len(seed_list), "n_variants": len(names), "split": split, "alpha": alpha,
         "seed_design": common.seed_design(runner.profile.with_overrides(seeds=tuple(seed_list)), names),
-        "classification_tasks": ", ".join(groups.get("classification", [])) or "none",
+        "scale_text": scale_text(runner, names, finetuned, seed_list),
+        "groups_text": "; ".join(f"{group}: {', '.join(tasks)}" for group, tasks in groups.items()),
         "span_tasks": ", ".join(span_tasks) or "none",
         **{f"n_{label.replace(' ', '_')}": sum(v.startswith(label) for v in all_verdicts) for label in VERDICT_LABELS},
         "n_claims": len(all_verdicts), "mde_text": _mde_text(verdicts), "needs_text": needs_text(result.needs, GPU),
-        **{f"{group}_baselines_text": baselines_text(result.against_baselines, group, alpha) for group in groups}}
+        "testable_text": testable_text(testable), "operating_text": operating_text(result.operating, alpha),
+        "n_runs": runs, "baselines_text": " ".join(f"On the {group} column, {baselines_text(result.against_baselines, group, alpha)}."
+                                                   for group in groups)}
     return result
+
+
+def order_free_best(floor: pd.DataFrame, stored: Mapping[str, Mapping[str, Mapping]]) -> dict[str, tuple[str, float]]:
+    """Each task's best order-free baseline, ``task -> (name, score)``: the highest score of its
+    column of ``floor`` (baseline rows labelled by :data:`LABELS`, one score per task) among the
+    baselines whose stored result (``stored``: task -> name -> result, as the baselines artifact
+    keeps it) is order-free; a result stored without ``order_free`` (an older artifact) counts as
+    order-free. The first best, in the order of ``floor``, wins ties. Tasks no baseline scores
+    are left out."""
+    names = {label: name for name, label in LABELS.items()}
+    best = {}
+    for task, results in stored.items():
+        if task not in floor.columns:
+            continue
+        scores = {names[label]: float(score) for label, score in floor[task].dropna().items()
+                  if results.get(names[label], {}).get("order_free", True)}
+        if scores:
+            name = max(scores, key=scores.get)
+            best[task] = (name, scores[name])
+    return best
+
+
+def testability(per_seed: pd.DataFrame, selection: pd.DataFrame, order_free: Mapping[str, tuple[str, float]],
+                groups: Mapping[str, Sequence[str]], alpha: float) -> pd.DataFrame:
+    """Which columns the models learned (:func:`pe_book.stats.learned`), one row per task (against
+    its best order-free baseline, ``order_free``: task -> (name, score)) and per group (against
+    the mean of its tasks' best order-free scores). A group is testable only when each of its
+    tasks is: an average must not hide a task no model learned."""
+    rows = {}
+    for task in dict.fromkeys([*order_free, *(t for tasks in groups.values() for t in tasks)]):
+        if task in per_seed.columns:
+            row = stats.learned(per_seed, task, order_free.get(task, ("no baseline", math.nan)), selection, alpha)
+            reason = row["reason"] if task in order_free else f"no order-free baseline scores {task}"
+            rows[task] = {**row, "reason": "" if row["testable"] else reason, "tasks": task}
+    for group, tasks in groups.items():
+        if group not in per_seed.columns:
+            continue
+        missing = [t for t in tasks if t not in order_free]
+        scored = [t for t in tasks if t in order_free] or tasks[:0]
+        names = " / ".join(dict.fromkeys(order_free[t][0] for t in scored)) or "no baseline"
+        score = sum(order_free[t][1] for t in scored) / len(scored) if scored else math.nan
+        row = stats.learned(per_seed, group, (names, score), selection, alpha)
+        failed = [rows[t]["reason"] for t in tasks if t in rows and not rows[t]["testable"]]
+        failed += [f"no order-free baseline scores {t}" for t in missing if t not in rows]
+        if failed:
+            row = {**row, "testable": False, "reason": "; ".join(failed)}
+        rows[group] = {**row, "tasks": ", ".join(tasks)}
+    columns = ["tasks", "best variant", "mean", "low", "baseline", "baseline score", "testable", "reason"]
+    return pd.DataFrame.from_dict(rows, orient="index", columns=columns).rename_axis("column")
+
+
+def testable_text(table: pd.DataFrame) -> str:
+    """Which columns carry verdicts and why the others do not, in words."""
+    learned = [column for column, row in table.iterrows() if row["testable"]]
+    not_learned = [f"{column} ({row['reason']})" for column, row in table.iterrows() if not row["testable"]]
+    return (f"the models learned {', '.join(learned) if learned else 'no column'} beyond the order-free baselines"
+            + (f"; no verdict rests on {'; '.join(not_learned)}" if not_learned else ""))
+
+
+def scale_text(runner, names: Sequence[str], finetuned: Mapping, seeds: Sequence[int]) -> str:
+    """The scale a verdict holds at, from the pretraining artifacts (their recorded configuration)
+    and the fine-tuning ones: the models' size (layers, width, parameters), the tokens each was
+    pretrained on (steps x batch size x sequence length), the tasks and where their data came
+    from, and the seeds."""
+    configs = [runner.ensure_pretrained(n).provenance["config"] for n in names]
+    shapes = " or ".join(dict.fromkeys(f"{c['model']['num_hidden_layers']}-layer, {c['model']['hidden_size']}-wide"
+                                       for c in configs))
+    parameters = [count_parameters(c["model"]) for c in configs]
+    size = " to ".join(dict.fromkeys(f"{p / 1e6:.2f}M" for p in (min(parameters), max(parameters))))
+    tokens = [c["pretrain"]["steps"] * c["pretrain"]["batch_size"] * c["data"]["seq_len"] for c in configs]
+    seen = " to ".join(dict.fromkeys(f"{t / 1e6:.1f}M" for t in (min(tokens), max(tokens))))
+    found = tables.origins(finetuned)
+    packaged = all(o.startswith("packaged") for kinds in found.values() for o in kinds)
+    tasks = f"{len(found)} tasks ({', '.join(found)}{'; offline analogues' if packaged else ''})"
+    return (f"{shapes} models of {size} parameters, pretrained on {seen} tokens each; {tasks}; "
+            f"{common.seed_design(runner.profile.with_overrides(seeds=tuple(seeds)), names)}")
+
+
+def operating_text(table: pd.DataFrame, alpha: float) -> str:
+    """The rule's false-verdict rate and power over the claims, in words."""
+    false = table["false verdicts (no true difference)"].dropna()
+    if not len(false):
+        return "not simulated: no claim has a testable column with a known pretraining variance"
+    powers = [c for c in table.columns if c.startswith("power at")]
+    power = "; ".join(f"{c.removeprefix('power ')}: {table[c].min():.0%} to {table[c].max():.0%}" for c in powers)
+    return (f"with no true difference, {false.max():.1%} of simulated runs at most gave a claim a verdict "
+            f"(level {alpha:.0%}); the power to support a claim whose every comparison truly holds, {power}")
 
 
 def baselines_text(table: pd.DataFrame, column: str, alpha: float) -> str:
@@ -138,15 +244,18 @@ def effects_text(details: pd.DataFrame) -> pd.Series:
 
 
 def needs(verdicts: pd.DataFrame, details: pd.DataFrame) -> pd.DataFrame:
-    """What each claim not decided would take, one row per claim: the reason, the columns where
-    every variant is at chance (more scale, not more seeds), and the pretraining seeds per variant
-    that would decide it if the observed differences were true (:func:`pe_book.stats.seeds_needed`)."""
+    """What each claim not decided would take, one row per claim (not testable or not decidable):
+    the reason, the columns no model learned (more scale, not more seeds), and the pretraining
+    seeds per variant that would decide it if the observed differences were true
+    (:func:`pe_book.stats.seeds_needed`)."""
     rows = {}
-    for key, row in verdicts[verdicts["verdict"].str.startswith("not decidable")].iterrows():
+    open_claims = verdicts["verdict"].str.startswith("not decidable") | verdicts["verdict"].str.startswith(stats.NOT_TESTABLE)
+    for key, row in verdicts[open_claims].iterrows():
         comparisons = details[details["claim id"] == key]
-        at_chance = sorted(set(comparisons.loc[comparisons["outcome"] == "at chance", "column"]))
-        if row["verdict"] == stats.AT_CHANCE:
-            what = f"models that learn {', '.join(at_chance)} (more pretraining or fine-tuning data)"
+        not_learned = list(dict.fromkeys(comparisons.loc[comparisons["outcome"] == "not testable", "column"]))
+        if row["verdict"].startswith(stats.NOT_TESTABLE):
+            what = (f"models that learn {', '.join(not_learned)} beyond the order-free baselines (more pretraining or "
+                    "fine-tuning data, or tasks that need word order)")
         elif row["verdict"] == stats.VARIANCE_UNKNOWN:
             what = "two pretraining seeds of some variant, to know the pretraining variance"
         elif math.isnan(row["seeds needed"]):
@@ -155,8 +264,8 @@ def needs(verdicts: pd.DataFrame, details: pd.DataFrame) -> pd.DataFrame:
             what = f"{row['seeds needed']:.0f} pretraining seeds a variant, if the observed differences are true"
         rows[key] = {"claim": row["claim"], "verdict": row["verdict"], "mean difference": row["mean difference"],
                      "MDE": row["MDE"], "seeds needed": row["seeds needed"],
-                     "at chance on": ", ".join(at_chance) or "none", "needs": what}
-    columns = ["claim", "verdict", "mean difference", "MDE", "seeds needed", "at chance on", "needs"]
+                     "not testable on": ", ".join(not_learned) or "none", "needs": what}
+    columns = ["claim", "verdict", "mean difference", "MDE", "seeds needed", "not testable on", "needs"]
     return pd.DataFrame.from_dict(rows, orient="index", columns=columns).rename_axis("claim id")
 
 
@@ -164,18 +273,18 @@ def needs_text(table: pd.DataFrame, gpu: Profile) -> str:
     """:func:`needs` in words, with what ``gpu`` (the paper-scale profile) brings against it."""
     if not len(table):
         return "every claim about scores is decided at this scale"
-    chance = int((table["verdict"] == stats.AT_CHANCE).sum())
+    not_learned = int(table["verdict"].str.startswith(stats.NOT_TESTABLE).sum())
     unknown = int((table["verdict"] == stats.VARIANCE_UNKNOWN).sum())
     seeds = table["seeds needed"].dropna()
     most = max(len(gpu.pretrain_seeds_for(v)) for v in gpu.variants)
     within = int((seeds <= most).sum())
     tokens = gpu.pretrain.steps * gpu.pretrain.batch_size * gpu.seq_len
     parts = [f"{len(table)} claim(s) about scores are not decided"]
-    if chance:
-        parts.append(f"{chance} because every variant is at chance on their tasks, which more seeds cannot mend: "
-                     f"they need models that learn those tasks, such as the {gpu.name} profile's (hidden size "
-                     f"{gpu.model['hidden_size']}, {gpu.model['num_hidden_layers']} layers, {tokens / 1e9:.1f} billion "
-                     "tokens a model)")
+    if not_learned:
+        parts.append(f"{not_learned} because no model beats the order-free baselines of their columns, which more "
+                     f"seeds cannot mend: they need models that learn those tasks, such as the {gpu.name} profile's "
+                     f"(hidden size {gpu.model['hidden_size']}, {gpu.model['num_hidden_layers']} layers, "
+                     f"{tokens / 1e9:.1f} billion tokens a model)")
     if unknown:
         parts.append(f"{unknown} because no variant has two pretraining seeds")
     if len(seeds):

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from book.test_tables import _per_seed
-from pe_book import claims, stats
+from pe_book import claims, stats, tables
 from pe_book.experiments import profiles
 from pe_book.stats import Claim, Comparison
 
@@ -28,14 +28,19 @@ def test_assess_claims_end_to_end():
     assert table.loc["absent", "verdict"] == stats.NOT_TESTED and table.loc["absent", "comparisons"] == 0
     one_seed = _per_seed({"x": [10.0], "y": [1.0]})
     assert stats.assess_claims(stated[:1], one_seed).loc["x-best", "verdict"] == stats.VARIANCE_UNKNOWN
-    at_chance = stats.assess_claims(stated[1:2], per_seed, baselines={"classification": 20.0})
-    assert at_chance.loc["y-best", "verdict"] == stats.AT_CHANCE
+    reason = "no model beats bag of words on classification"
+    not_learned = stats.assess_claims(stated[1:2], per_seed, {"classification": reason})
+    assert not_learned.loc["y-best", "verdict"] == f"{stats.NOT_TESTABLE}: {reason}"  # never "contradicted"
+    assert not_learned.loc["y-best", "not testable on"] == reason
 
 
 def test_paper_claims_name_paper_variants_and_pick_the_best_learned_rpe_on_validation():
     validation = _per_seed({"rpe-learned": [1.0], "ape-learned+rpe-learned": [9.0]}, column="squad")
     stated = {c.key: c for c in claims.paper_claims(selection=validation, span_tasks=("squad",))}
     assert {c.worse for c in stated["cls-ape-best"].comparisons} == set(profiles.SINGLE_PES) - {"ape-learned"}
+    # the GLUE-average claims stand on the order-sensitive classification tasks, the SQuAD-average ones on the span tasks
+    assert {c.column for c in stated["cls-ape-best"].comparisons} == {tables.ORDER_SENSITIVE_CLASSIFICATION}
+    assert {c.column for c in stated["span-rpe-beats-ape"].comparisons} == {tables.SPAN}
     best = stated["span-best-learned-rpe"].comparisons
     assert {c.better for c in best} == {"ape-learned+rpe-learned"}
     assert "rpe-learned" not in {c.worse for c in best}
@@ -61,6 +66,27 @@ def test_correlations_and_indicator_verdicts():
     assert verdicts.loc["symmetry-hurts-classification", "verdict"] == stats.CONTRADICTED
     assert verdicts.loc["local-mono-helps-classification", "verdict"] == claims.NOT_SIGNIFICANT
     assert claims.correlation_verdict(0.9, 0.001, 3, +1) == claims.TOO_FEW
+
+
+def test_indicator_claims_are_one_family_under_holm_on_the_learned_columns():
+    variants = [f"v{i}" for i in range(6)]
+    indicators = pd.DataFrame({"translation_invariance": np.arange(6.0), "symmetry": [0, 2, 1, 3, 5, 4.0],
+                               "monotonicity_local": [1, 0, 1, 0, 1, 0.0]}, index=variants)
+    scores = pd.DataFrame({"a": np.arange(6.0), "b": np.arange(6.0)[::-1]}, index=variants)
+    table = claims.correlations(indicators, scores)
+    verdicts = claims.assess_indicator_claims(table, ["a", "b"])
+    assert len(verdicts) == 6 and (verdicts["p (Holm)"] >= verdicts["p"]).all()
+    assert verdicts["p (Holm)"].to_numpy() == pytest.approx(stats.holm(verdicts["p"].to_numpy()))
+    # rho 1 over 6 variants: p 0, corrected or not; symmetry's rho +0.89 has p 0.019, alone enough
+    # against the claim, but 4 x 0.019 = 0.075 under Holm (third smallest of six)
+    assert verdicts.loc["ti-helps-a", "verdict"] == stats.SUPPORTED
+    assert verdicts.loc["symmetry-hurts-a", "p (Holm)"] == pytest.approx(4 * verdicts.loc["symmetry-hurts-a", "p"])
+    assert verdicts.loc["symmetry-hurts-a", "p"] < 0.05 and verdicts.loc["symmetry-hurts-a", "verdict"] == claims.NOT_SIGNIFICANT
+    reason = "no model beats bag of words on b"
+    gated = claims.assess_indicator_claims(table, ["a", "b"], untestable={"b": reason})
+    assert gated.loc["ti-helps-b", "verdict"] == f"{stats.NOT_TESTABLE}: {reason}" and np.isnan(gated.loc["ti-helps-b", "p (Holm)"])
+    testable = gated[gated["score"] == "a"]  # the family is the three claims on a
+    assert testable["p (Holm)"].to_numpy() == pytest.approx(stats.holm(testable["p"].to_numpy()))
 
 
 def test_comparison_table():

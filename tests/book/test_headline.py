@@ -18,11 +18,16 @@ def test_the_headline_replaces_the_block_and_nothing_else(store, root, monkeypat
     monkeypatch.setattr(headline, "ROOT", root)
     headline.update_readme(store, root)
     text = (root / "README.md").read_text()
-    assert text.startswith("# title\n\nbefore\n<!-- headline:start -->\n![") and text.endswith("<!-- headline:end -->\nafter\n")
-    assert "old" not in text and (root / "book" / "_static" / "headline-test.png").stat().st_size > 1000
+    assert text.startswith("# title\n\nbefore\n<!-- headline:start -->\n**Scale of the `test` run, at which every verdict "
+                           "below holds:** 2-layer, 16-wide models of ") and text.endswith("<!-- headline:end -->\nafter\n")
+    first = text.split("\n")[4]  # the block's first line states the scale: size, tokens, tasks, seeds
+    assert "tokens each; 2 tasks (sst2, squad" in first and "fine-tuning seed" in first
+    assert "\nold\n" not in text and (root / "book" / "_static" / "headline-test.png").stat().st_size > 1000
     assert "| cls-ape-best" not in text and "| Fully learnable APE is the best single PE" in text
     assert "https://pe-book.github.io/pe-lib/" in text
-    assert "- On the classification average, " in text and "bag of words " in text
+    assert "- order-free classification (sst2): " in text and "- span (squad): " in text and "bag of words " in text
+    assert "The rule on simulated runs of this design: " in text
+    assert "Against the baselines: On the order-free classification column, " in text
     headline.update_readme(store, root)
     assert (root / "README.md").read_text() == text, "a second run writes the same README"
 
@@ -58,3 +63,11 @@ def test_markdown_table():
 
     table = pd.DataFrame({"claim": ["a|b"], "effect": [1.25], "MDE": [float("nan")]})
     assert headline.markdown(table) == "| claim | effect | MDE |\n|---|---|---|\n| a\\|b | +1.2 | — |"
+
+
+def test_a_verdict_names_the_columns_it_does_not_rest_on():
+    assert headline.verdict_cell("supported at this scale", "") == "supported at this scale"
+    assert (headline.verdict_cell("contradicted at this scale", "no model beats constant on squad_v2")
+            == "contradicted at this scale (not testable: no model beats constant on squad_v2)")
+    verdict = "not testable at this scale: no model beats constant on squad_v2"
+    assert headline.verdict_cell(verdict, "no model beats constant on squad_v2") == verdict

@@ -120,7 +120,7 @@ def test_span_prediction_scores_beside_the_rules(store):
 
 
 def test_findings_decide_every_claim(store):
-    result = findings.compute(store)
+    result = findings.compute(store, runs=200)
     assert {"cls-ape-best", "span-none-drops"} <= set(result.verdicts.index)
     assert result.cited["n_claims"] == len(result.verdicts) + len(result.indicator_verdicts)
     assert result.verdicts["effects"].str.len().min() > 0
@@ -128,14 +128,22 @@ def test_findings_decide_every_claim(store):
     assert "none" not in result.points().index and set(result.points()["kind"]) <= {"absolute", "relative", "APE + relative"}
     with pytest.raises(ValueError, match="alpha must be between 0 and 1"):
         findings.compute(store, alpha=1.5)
-    undecided = result.verdicts[result.verdicts["verdict"].str.startswith("not decidable")]
-    assert list(result.needs.index) == list(undecided.index)  # one row per claim not decided, with its reason
-    assert result.needs["needs"].str.len().min() > 0 and result.cited["needs_text"].startswith(f"{len(undecided)} claim")
+    open_claims = result.verdicts[result.verdicts["verdict"].str.startswith(("not decidable", stats.NOT_TESTABLE))]
+    assert list(result.needs.index) == list(open_claims.index)  # one row per claim not decided, with its reason
+    assert result.needs["needs"].str.len().min() > 0 and result.cited["needs_text"].startswith(f"{len(open_claims)} claim")
+    # the fixture's sst2 is order-free and squad order-sensitive: separate columns, one gate each
+    assert result.groups == {"order-free classification": ["sst2"], "span": ["squad"]}
+    assert list(result.testable.index) == ["sst2", "squad", "order-free classification", "span"]
+    for column, row in result.testable.iterrows():
+        assert row["testable"] == (row["reason"] == "") and (row["testable"] or "no model" in row["reason"])
     against = result.against_baselines.set_index(["column", "baseline"])
-    bow = against.loc[("classification", "baseline: bag of words")]
+    bow = against.loc[("order-free classification", "baseline: bag of words")]
     assert bow["best variant"] in result.names and bow["difference"] == pytest.approx(bow["mean"] - bow["baseline score"])
     assert ("squad", "baseline: first sentence") in against.index and ("squad", "baseline: bag of words") not in against.index
-    assert f"bag of words {bow['baseline score']:.1f}" in result.cited["classification_baselines_text"]
+    assert f"bag of words {bow['baseline score']:.1f}" in result.cited["baselines_text"]
+    assert list(result.operating.index) == list(result.verdicts.index)  # one pretraining seed: rates unknown (NaN)
+    assert result.cited["scale_text"].startswith("2-layer, 16-wide models of ") and "0.0M tokens each" in result.cited["scale_text"]
+    assert "2 tasks (sst2, squad)" in result.cited["scale_text"]
 
 
 def test_effects_give_the_smallest_and_largest_effect_of_each_claim_with_its_interval():
@@ -155,21 +163,49 @@ def test_baselines_text_reads_each_outcome():
     assert findings.baselines_text(table, "span", 0.05) == "no baseline scores the span column"
 
 
-def test_needs_separates_chance_from_seeds():
+def test_needs_separates_what_no_model_learned_from_seeds():
+    untestable = stats.not_testable(["no model beats bag of words on mrpc"])
     verdicts = pd.DataFrame({"claim": ["c1", "c2", "c3", "c4"], "mean difference": [1.0, 2.0, 0.5, 3.0],
                              "MDE": [5.0, 6.0, 7.0, 1.0], "seeds needed": [math.nan, 12.0, math.nan, math.nan],
-                             "verdict": [stats.AT_CHANCE, stats.UNDECIDED, stats.UNDECIDED, stats.SUPPORTED]},
+                             "verdict": [untestable, stats.UNDECIDED, stats.UNDECIDED, stats.SUPPORTED]},
                             index=["a", "b", "c", "d"])
     details = pd.DataFrame({"claim id": ["a", "a", "b", "c", "d"], "column": ["cola", "mrpc", "sst2", "sst2", "sst2"],
-                            "outcome": ["at chance", "at chance", "not decided", "not decided", "as claimed"]})
+                            "outcome": ["not testable", "not testable", "not decided", "not decided", "as claimed"]})
     table = findings.needs(verdicts, details)
     assert list(table.index) == ["a", "b", "c"]  # the supported claim needs nothing
-    assert table.loc["a", "at chance on"] == "cola, mrpc" and "models that learn cola, mrpc" in table.loc["a", "needs"]
+    assert table.loc["a", "not testable on"] == "cola, mrpc" and "models that learn cola, mrpc" in table.loc["a", "needs"]
     assert table.loc["b", "needs"].startswith("12 pretraining seeds") and "more than 64" in table.loc["c", "needs"]
     text = findings.needs_text(table, GPU)
-    assert text.startswith("3 claim(s)") and "1 because every variant is at chance" in text
+    assert text.startswith("3 claim(s)") and "1 because no model beats the order-free baselines" in text
     assert "the gpu profile's (hidden size 768, 12 layers, 13.1 billion tokens a model)" in text
     assert "would be enough for 0 of them" in text  # 12 seeds against the gpu profile's 3
+
+
+def test_a_group_is_testable_only_when_each_of_its_tasks_is():
+    rows = [(v, p, s) for v in ("x", "y") for p in range(3) for s in range(2)]
+    index = pd.MultiIndex.from_tuples(rows, names=list(stats.LEVELS))
+    noise = np.tile([0.0, 0.5, 1.0, 0.2, 0.4, 0.8], 2)
+    per_seed = pd.DataFrame({"a": np.r_[np.full(6, 80.0), np.full(6, 70.0)] + noise,
+                             "b": np.r_[np.full(6, 50.0), np.full(6, 40.0)] + noise}, index=index)
+    per_seed["g"] = per_seed[["a", "b"]].mean(axis=1)
+    table = findings.testability(per_seed, per_seed, {"a": ("bag of words", 60.0), "b": ("constant", 55.0)},
+                                 {"g": ["a", "b"]}, 0.05)
+    assert table.loc["a", "testable"] and not table.loc["b", "testable"]
+    assert table.loc["b", "reason"] == "no model beats constant on b" and table.loc["a", "best variant"] == "x"
+    # the group's own mean (65.5) beats the mean of its baselines (57.5), yet b is not learned
+    assert table.loc["g", "mean"] - 57.5 > 5 and not table.loc["g", "testable"]
+    assert table.loc["g", "reason"] == "no model beats constant on b" and table.loc["g", "baseline"] == "bag of words / constant"
+    assert findings.testable_text(table) == ("the models learned a beyond the order-free baselines; no verdict rests on "
+                                             "b (no model beats constant on b); g (no model beats constant on b)")
+
+
+def test_operating_text_reads_the_largest_false_rate_and_the_power_range():
+    table = pd.DataFrame({"false verdicts (no true difference)": [0.01, 0.032, math.nan],
+                          "power at +5 points": [0.2, 0.9, math.nan]}, index=["a", "b", "c"])
+    assert findings.operating_text(table, 0.05) == ("with no true difference, 3.2% of simulated runs at most gave a claim "
+                                                    "a verdict (level 5%); the power to support a claim whose every "
+                                                    "comparison truly holds, at +5 points: 20% to 90%")
+    assert findings.operating_text(table.iloc[2:], 0.05).startswith("not simulated")
 
 
 def test_performance_reads_the_committed_benchmark(tmp_path):
