@@ -116,7 +116,7 @@ def token_losses(model, inputs: np.ndarray, labels: np.ndarray, length: int, cls
         target = targets[start : start + per_batch].to(device)  # (b, L)
         selected = target != -100  # (b, L)
         with autocast(device, bf16):
-            logits = model(input_ids=ids, labels=target).logits  # (m, V), row-major order of target[selected]
+            logits = model(input_ids=ids, labels=target, masked_only=True).logits  # (m, V), in the order of target[selected]
         losses.append(F.cross_entropy(logits.float(), target[selected], reduction="none").double().cpu())  # (m,)
         positions.append(selected.nonzero()[:, 1].cpu())  # (m,)
     return torch.cat(losses).numpy(), torch.cat(positions).numpy()  # (|S|,), (|S|,)

@@ -179,9 +179,14 @@ class Embeddings(nn.Module):
         else:
             x = x + self.token_type(token_type_ids)  # (B, n, H)
         if self.position is not None:
-            if position_ids is None:
-                position_ids = torch.arange(n, device=x.device).expand(B, n)  # (B, n)
-            x = x + self.position(position_ids)  # (B, n, H)
+            if position_ids is None:  # every row at positions 0..n-1
+                # One lookup per position, broadcast over the batch: the table's gradient is then a
+                # sum over the batch (a deterministic reduction) instead of B*n rows scattered into n
+                # with index_put(accumulate=True), whose order, and so whose bits, vary with two threads.
+                p = self.position.first(n, x.device).expand(B, n, -1)  # (B, n, H)
+            else:
+                p = self.position(position_ids)  # (B, n, H)
+            x = x + p.to(x.dtype)  # (B, n, H); a sinusoid is computed in fp32, the model may be bf16/fp16
         return self.dropout(self.norm(x))  # (B, n, H)
 
 
@@ -345,9 +350,16 @@ class PEBertModel(PEBertPreTrainedModel):
 
     def additive_mask(self, attention_mask, n: int, dtype) -> torch.Tensor | None:
         """Padding mask and any content-independent bias (ALiBi, T5), once per forward:
-        (B, 1, 1, n), (h, n, n) or (B, h, n, n), or None when there is neither."""
+        (B, 1, 1, n), (h, n, n) or (B, h, n, n), or None when there is neither.
+
+        An ``attention_mask`` without padding is dropped in eager mode, as HF's BERT does: SDPA
+        then runs without a mask, or with the (h, n, n) bias alone, whose bits differ from those of
+        its (B, h, n, n) sum with a zero mask. Under ``torch.compile``/``torch.export`` that
+        test on the mask's values would be a data-dependent branch, so there the mask is always
+        applied: the traced model equals eager up to float rounding."""
         mask = None
-        if attention_mask is not None and not bool(attention_mask.all()):
+        padded = attention_mask is not None and (torch.compiler.is_compiling() or not bool(attention_mask.all()))
+        if padded:
             keep = attention_mask[:, None, None, :].bool()  # (B, 1, 1, n)
             mask = torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(~keep, torch.finfo(dtype).min)
         static = self.relative.static_bias(n, n, self.device) if isinstance(self.relative, RelativePE) else None
@@ -408,9 +420,13 @@ class MLMHead(nn.Module):
 
 
 class PEBertForMaskedLM(PEBertPreTrainedModel):
-    """Masked language model. With ``labels``, vocabulary logits are computed only at the masked
-    positions (labels != -100): the same loss as BERT's, but ``logits`` then has shape
-    (n_masked, V) in the order of ``labels[labels != -100]``. Without labels: (B, n, V)."""
+    """Masked language model, as HF's ``BertForMaskedLM``: ``logits`` (B, n, V) and, with ``labels``,
+    the mean cross-entropy over the labelled positions (labels != -100).
+
+    ``masked_only=True`` (with labels) is the pretraining loop's route: the vocabulary projection
+    runs only at the labelled positions (about 15% of the tokens, and the largest matrix product
+    of a small model), so ``logits`` then has shape (n_masked, V), in the order of
+    ``labels[labels != -100]``; the loss is the same up to float rounding."""
 
     _tied_weights_keys = {"head.decoder.weight": "bert.embeddings.word.weight"}
 
@@ -436,24 +452,30 @@ class PEBertForMaskedLM(PEBertPreTrainedModel):
             self.head.bias = nn.Parameter(bias, requires_grad=old.requires_grad)
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None, inputs_embeds=None,
-                labels=None, output_attentions=None, output_hidden_states=None, return_dict=None, **kwargs):
+                labels=None, output_attentions=None, output_hidden_states=None, return_dict=None,
+                masked_only: bool = False, **kwargs):
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
                         output_hidden_states, return_dict=True)
         h = out.last_hidden_state  # (B, n, H)
         loss = None
-        if labels is None:
-            logits = self.head(h)  # (B, n, V)
-        else:
+        if labels is not None and masked_only:
             selected = labels != -100  # (B, n)
             logits = self.head(h[selected])  # (n_masked, V)
             loss = F.cross_entropy(logits.float(), labels[selected])
+        else:
+            logits = self.head(h)  # (B, n, V)
+            if labels is not None:  # -100: not a target (cross_entropy's ignore_index)
+                loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), labels.view(-1))
         output = MaskedLMOutput(loss=loss, logits=logits, hidden_states=out.hidden_states, attentions=out.attentions)
         return self.returned(output, return_dict)
 
 
 class PEBertForSequenceClassification(PEBertPreTrainedModel):
-    """Pooled [CLS] -> dropout -> linear. ``num_labels == 1`` is regression (MSE), else
-    cross-entropy classification (``problem_type`` as in HF)."""
+    """Pooled [CLS] -> dropout -> linear, with HF's ``config.problem_type``: ``regression`` (MSE),
+    ``single_label_classification`` (cross-entropy on class ids) or ``multi_label_classification``
+    (binary cross-entropy with logits on 0/1 targets of shape (B, num_labels)). Unset, it is
+    chosen and recorded in the config at the first loss as HF's BERT does: regression for one
+    label, single-label for integer labels, else multi-label."""
 
     def __init__(self, config: PEBertConfig):
         super().__init__(config)
@@ -469,15 +491,27 @@ class PEBertForSequenceClassification(PEBertPreTrainedModel):
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
                         output_hidden_states, return_dict=True)
         logits = self.classifier(self.dropout(out.pooler_output))  # (B, num_labels)
-        loss = None
-        if labels is not None:
-            if self.num_labels == 1:
-                loss = F.mse_loss(logits.squeeze(-1).float(), labels.float())
-            else:
-                loss = F.cross_entropy(logits.float(), labels.long())
+        loss = None if labels is None else self.loss(logits.float(), labels)
         output = SequenceClassifierOutput(loss=loss, logits=logits, hidden_states=out.hidden_states,
                                           attentions=out.attentions)
         return self.returned(output, return_dict)
+
+    def loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """The loss of ``config.problem_type`` (set here when unset, as HF's BERT does)."""
+        if self.config.problem_type is None:
+            if self.num_labels == 1:
+                self.config.problem_type = "regression"
+            elif labels.dtype in (torch.long, torch.int):
+                self.config.problem_type = "single_label_classification"
+            else:
+                self.config.problem_type = "multi_label_classification"
+        if self.config.problem_type == "regression":
+            if self.num_labels == 1:
+                return F.mse_loss(logits.reshape(-1), labels.float().reshape(-1))  # (B,) against (B,)
+            return F.mse_loss(logits, labels.float())  # (B, num_labels)
+        if self.config.problem_type == "single_label_classification":
+            return F.cross_entropy(logits.view(-1, self.num_labels), labels.long().view(-1))
+        return F.binary_cross_entropy_with_logits(logits, labels.float())  # (B, num_labels)
 
 
 class PEBertForQuestionAnswering(PEBertPreTrainedModel):

@@ -217,20 +217,28 @@ class AbsolutePE(PositionEmbedding):
     def vectors(self, positions: torch.Tensor) -> torch.Tensor:  # (n,) -> (n, H)
         raise NotImplementedError
 
+    def first(self, n: int, device=None) -> torch.Tensor:  # -> (n, H)
+        """The vectors of positions 0 .. n-1 (checked against the table by the length alone, so a
+        traced model has no test on values)."""
+        self.check_range(n - 1)
+        return self.vectors(torch.arange(n, device=device))  # (n, H)
+
     def forward(self, position_ids: torch.Tensor) -> torch.Tensor:  # (B, n) -> (B, n, H)
-        if self.max_positions is not None and int(position_ids.max()) >= self.max_positions:
-            raise PositionOutOfRange(
-                f"{self.name}: position {int(position_ids.max())} is beyond the maximum of "
-                f"{self.max_positions} positions (max_position_embeddings); use a shorter input "
-                "or a relative/sinusoidal variant", int(position_ids.max()), self.max_positions
-            )
-        if bool((position_ids == position_ids[:1]).all()):  # the usual case: every row the same positions
-            # One lookup per position, broadcast over the batch: the table's gradient is then a sum
-            # over the batch (a deterministic reduction) instead of B*n rows scattered into n with
-            # index_put(accumulate=True), whose order, and so whose bits, vary with two threads.
-            return self.vectors(position_ids[0]).expand(*position_ids.shape, -1)  # (B, n, H)
+        """The vectors of given positions. Their range is checked in eager mode only: under
+        ``torch.compile``/``torch.export`` it would be a branch on tensor values."""
+        if not torch.compiler.is_compiling():
+            self.check_range(int(position_ids.max()))
         flat = self.vectors(position_ids.reshape(-1))  # (B*n, H)
         return flat.view(*position_ids.shape, -1)  # (B, n, H)
+
+    def check_range(self, position: int) -> None:
+        """Raise :class:`PositionOutOfRange` when ``position`` is beyond the table."""
+        if self.max_positions is not None and position >= self.max_positions:
+            raise PositionOutOfRange(
+                f"{self.name}: position {position} is beyond the maximum of {self.max_positions} positions "
+                "(max_position_embeddings); use a shorter input or a relative/sinusoidal variant",
+                position, self.max_positions
+            )
 
 
 class RelativePE(PositionEmbedding):

@@ -123,7 +123,8 @@ class BucketIndexMLM(torch.nn.Module):
         self.vocab = vocab
         self.dummy = torch.nn.Parameter(torch.zeros(1))
 
-    def forward(self, input_ids, labels):
+    def forward(self, input_ids, labels, masked_only):  # PEBertForMaskedLM's pretraining route: (m, V) logits
+        assert masked_only
         selected = labels != -100  # (B, n)
         targets = labels[selected]  # (m,)
         logits = torch.zeros(len(targets), self.vocab)  # (m, V)

@@ -39,8 +39,12 @@ def test_forward_backward_every_variant(variant, make_config):
     labels = torch.full_like(ids, -100)
     labels[:, 2] = ids[:, 2]
     out = model(ids, attention_mask=mask, labels=labels)
-    assert out.logits.shape == (2, 64)  # only the masked positions
-    out.loss.backward()
+    assert out.logits.shape == (2, 10, 64)  # HF's shape, labels or not
+    masked = model(ids, attention_mask=mask, labels=labels, masked_only=True)  # the pretraining route
+    assert masked.logits.shape == (2, 64)  # only the masked positions, in the order of labels[labels != -100]
+    torch.testing.assert_close(masked.logits, out.logits[labels != -100])
+    torch.testing.assert_close(masked.loss, out.loss)
+    masked.loss.backward()
     params = position_parameters(model.bert)
     parts = [p for p in (parse_variant(variant).absolute, parse_variant(variant).relative) if p]
     if all(p in FIXED for p in parts) and not parse_variant(variant).untie_cls:
@@ -81,7 +85,7 @@ def test_sparse_mlm_loss_equals_full_loss(make_config):
     labels = torch.full_like(ids, -100)
     labels[0, [1, 4]] = ids[0, [1, 4]]
     labels[1, 3] = ids[1, 3]
-    sparse = model(ids, attention_mask=mask, labels=labels)
+    sparse = model(ids, attention_mask=mask, labels=labels, masked_only=True)
     full = model(ids, attention_mask=mask).logits  # (B, n, V)
     expected = torch.nn.functional.cross_entropy(full.view(-1, 64), labels.view(-1), ignore_index=-100)
     torch.testing.assert_close(sparse.loss, expected)
@@ -123,6 +127,16 @@ def test_ape_refuses_sequences_beyond_its_maximum(make_config):
     with pytest.raises(PositionOutOfRange, match="beyond the maximum of 12 positions") as caught:
         model(torch.randint(5, 64, (1, 13)))
     assert (caught.value.position, caught.value.maximum) == (12, 12)
+    with pytest.raises(PositionOutOfRange, match="position 12 is beyond"):  # explicit positions are checked too
+        model(torch.randint(5, 64, (2, 3)), position_ids=torch.tensor([[0, 1, 2], [10, 11, 12]]))
+
+
+def test_explicit_positions_equal_the_default_ones(make_config):
+    model = PEBertModel(make_config("ape-sin-learned+rpe-learned")).eval()
+    ids = torch.randint(5, 64, (2, 10))
+    default = model(ids).last_hidden_state
+    explicit = model(ids, position_ids=torch.arange(10).expand(2, 10)).last_hidden_state
+    torch.testing.assert_close(explicit, default, rtol=0, atol=0)
 
 
 def test_variants_declare_what_they_have():

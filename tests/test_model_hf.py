@@ -1,5 +1,6 @@
 """The models behave like HuggingFace's: resizing, activation checkpointing, attention
 implementations, ``inputs_embeds``, ``return_dict``, config defaults, loading without ``pe_lib``."""
+import copy
 import math
 import os
 import subprocess
@@ -12,7 +13,7 @@ import torch.nn.functional as F
 from transformers import AutoModelForMaskedLM
 from transformers.modeling_outputs import MaskedLMOutput
 
-from pe_lib import PEBertForMaskedLM, PEBertForQuestionAnswering, PEBertForSequenceClassification, PEBertModel
+from pe_lib import PEBertForMaskedLM, PEBertForQuestionAnswering, PEBertForSequenceClassification, PEBertModel, all_variants
 from pe_lib.model import dropout_
 
 #: one variant per way position enters: input, content score bias (+ untied [CLS]), static bias, rotation
@@ -246,3 +247,109 @@ def test_saved_folder_has_a_model_card_and_needs_pe_lib(make_config, tmp_path):
     (tmp_path / "README.md").write_text("mine")
     PEBertForMaskedLM(make_config("rope")).save_pretrained(tmp_path)
     assert (tmp_path / "README.md").read_text() == "mine"  # an existing card is kept
+
+
+# ----------------------------------------------------------------------------- Trainer, dtypes, problem types, export
+
+#: every variant, as the model tests of issue 37 run them
+EVERY_VARIANT = all_variants() + ["rpe-learned+untie-cls", "rpe-sin+untie-cls", "alibi+untie-cls",
+                                  "t5-bias+untie-cls", "ape-learned+rpe-sin-learned+untie-cls"]
+
+
+def test_trainer_predict_aligns_mlm_predictions_with_label_ids(make_config, tmp_path):
+    """``Trainer.predict`` with run_mlm.py's ``preprocess_logits_for_metrics`` / ``compute_metrics``:
+    predictions (N, n) against label_ids (N, n), a partial last batch included."""
+    from transformers import Trainer, TrainingArguments
+
+    model = PEBertForMaskedLM(make_config("ape-learned+rpe-learned")).eval()
+    ids = torch.randint(5, 64, (5, 10))  # 5 rows, batches of 2: the last one is partial
+    labels = torch.where(torch.rand(ids.shape) < 0.3, ids, -100)  # (5, 10)
+    labels[:, 0] = ids[:, 0]
+    rows = [{"input_ids": i, "attention_mask": torch.ones(10, dtype=torch.long), "labels": l} for i, l in zip(ids, labels)]
+
+    def accuracy(prediction):  # run_mlm.py's compute_metrics
+        predictions, label_ids = prediction.predictions, prediction.label_ids
+        keep = label_ids != -100
+        return {"accuracy": float((predictions[keep] == label_ids[keep]).mean())}
+
+    args = TrainingArguments(output_dir=str(tmp_path), per_device_eval_batch_size=2, report_to=[], use_cpu=True)
+    trainer = Trainer(model=model, args=args, compute_metrics=accuracy,
+                      preprocess_logits_for_metrics=lambda logits, labels: logits.argmax(-1))
+    result = trainer.predict(rows)
+    assert result.predictions.shape == result.label_ids.shape == (5, 10)
+    with torch.no_grad():
+        expected = model(ids).logits.argmax(-1)  # (5, 10)
+    assert (result.predictions == expected.numpy()).all()
+    keep = labels != -100
+    assert result.metrics["test_accuracy"] == pytest.approx(float((expected[keep] == labels[keep]).float().mean()))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+@pytest.mark.parametrize("variant", EVERY_VARIANT)
+def test_every_variant_runs_in_half_precision(variant, dtype, make_config, tmp_path):
+    """``model.to(dtype)`` and ``from_pretrained(..., dtype=dtype)``: logits in that dtype, a finite
+    loss, and close to fp32's."""
+    model = PEBertForMaskedLM(make_config(variant)).eval()
+    ids, mask = batch()
+    labels = torch.where(torch.rand(ids.shape) < 0.3, ids, -100)
+    labels[0, 1] = ids[0, 1]
+    with torch.no_grad():
+        full = model(ids, attention_mask=mask).logits  # (B, n, V)
+    model.save_pretrained(tmp_path)
+    loaded = AutoModelForMaskedLM.from_pretrained(tmp_path, dtype=dtype).eval()
+    for half in (copy.deepcopy(model).to(dtype), loaded):
+        assert half.dtype == dtype
+        with torch.no_grad():
+            out = half(ids, attention_mask=mask, labels=labels)
+        assert out.logits.dtype == dtype and torch.isfinite(out.loss)
+        torch.testing.assert_close(out.logits.float(), full, atol=0.1, rtol=0.05)
+
+
+@pytest.mark.parametrize("problem_type, num_labels, labels", [
+    ("multi_label_classification", 3, torch.tensor([[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]])),
+    ("regression", 2, torch.tensor([[0.5, -1.0], [2.0, 0.25]])),
+    ("regression", 1, torch.tensor([0.5, -1.0])),
+    ("single_label_classification", 3, torch.tensor([0, 2])),
+    (None, 3, torch.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]])),  # float targets: chosen as multi-label, as HF does
+    (None, 3, torch.tensor([2, 1])),
+    (None, 1, torch.tensor([0.5, -1.0])),
+])
+def test_problem_types_give_hf_berts_loss(problem_type, num_labels, labels, make_config):
+    """The loss of HF's ``BertForSequenceClassification`` on the same logits, and the same
+    ``problem_type`` recorded in the config when it was unset."""
+    from transformers import BertConfig, BertForSequenceClassification
+
+    ids, mask = batch()
+    fields = dict(vocab_size=64, hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,
+                  num_labels=num_labels, problem_type=problem_type)
+    hf = BertForSequenceClassification(BertConfig(**fields)).eval()
+    expected = hf(ids, attention_mask=mask, labels=labels)
+    ours = PEBertForSequenceClassification(make_config("rpe-sin", num_labels=num_labels, problem_type=problem_type))
+    out = ours.eval()(ids, attention_mask=mask, labels=labels)
+    assert out.logits.shape == (2, num_labels) and out.loss.ndim == 0
+    assert ours.config.problem_type == hf.config.problem_type
+    torch.testing.assert_close(ours.loss(expected.logits, labels), expected.loss)
+    out.loss.backward()
+
+
+@pytest.mark.parametrize("variant", EVERY_VARIANT)
+def test_export_with_an_attention_mask_matches_eager(variant, make_config):
+    """``torch.export`` of the encoder with a padding mask (no data-dependent branch left), and the
+    exported program equals eager."""
+    model = PEBertModel(make_config(variant, num_hidden_layers=1)).eval()
+    ids, mask = batch()
+    program = torch.export.export(model, (ids,), {"attention_mask": mask})
+    exported = program.module()
+    with torch.no_grad():
+        for m in (mask, torch.ones_like(mask)):  # padded, and unpadded (eager then drops the mask)
+            torch.testing.assert_close(exported(ids, attention_mask=m).last_hidden_state,
+                                       model(ids, attention_mask=m).last_hidden_state)
+
+
+def test_compile_has_no_graph_break(make_config):
+    """An absolute table, a static bias and a padding mask: one graph under ``torch.compile``."""
+    model = PEBertForMaskedLM(make_config("ape-learned+t5-bias")).eval()
+    ids, mask = batch()
+    compiled = torch.compile(model, backend="eager", fullgraph=True)  # fullgraph: a graph break is an error
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(ids, attention_mask=mask).logits, model(ids, attention_mask=mask).logits)

@@ -435,7 +435,7 @@ def evaluate(model, data: MLMData, cfg: PretrainConfig, device, bf16: bool) -> f
         ids = torch.as_tensor(data.validation[i * cfg.batch_size : (i + 1) * cfg.batch_size], dtype=torch.long)
         inputs, labels = mask_tokens(ids, data, cfg.mask_prob, torch.Generator().manual_seed(step_seed(0, i, 0, 2)))
         with autocast(device, bf16):
-            loss = model(input_ids=inputs.to(device), labels=labels.to(device)).loss
+            loss = model(input_ids=inputs.to(device), labels=labels.to(device), masked_only=True).loss
         n = int((labels != -100).sum())
         total, count = total + float(loss) * n, count + n
     model.train(was_training)
@@ -565,7 +565,8 @@ def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_
         inputs, labels = mask_tokens(ids, data, cfg.mask_prob, torch.Generator().manual_seed(step_seed(cfg.seed, step, rank, 0)))
         torch.manual_seed(step_seed(cfg.seed, step, rank, 1))  # dropout
         with autocast(device, bf16):
-            loss = ddp_model(input_ids=inputs.to(device), labels=labels.to(device)).loss
+            # masked_only: the vocabulary logits of the masked tokens alone (PEBertForMaskedLM)
+            loss = ddp_model(input_ids=inputs.to(device), labels=labels.to(device), masked_only=True).loss
         accelerator.backward(loss)
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         optimizer.step()
