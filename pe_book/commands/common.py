@@ -107,16 +107,25 @@ def model_config(path: str):
     local = Path(path).expanduser()
     if not local.exists() and (local.is_absolute() or path.startswith((".", "~")) or path.count("/") > 1):
         raise InputError(f"no model folder {path}")  # not a hub id (namespace/name) either
+    problem = wrong_type_in_config(local / "config.json") if local.is_dir() else None
+    if problem:  # checked first: a config class may accept 2.0 heads or [2] layers and fail deep in the model
+        raise InputError(f"cannot read the model config of {path}: {problem}")
     try:
         return AutoConfig.from_pretrained(path, trust_remote_code=False)
     except (OSError, ValueError, TypeError, KeyError) as error:  # HF's errors for a missing or malformed config
-        problem = wrong_type_in_config(local / "config.json") if local.is_dir() else None
-        raise InputError(f"cannot read the model config of {path}: {problem or _first_line(error)}") from error
+        raise InputError(f"cannot read the model config of {path}: {_first_line(error)}") from error
+
+
+#: config fields that count something: an integer of at least 1
+SIZE_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+               "max_position_embeddings", "type_vocab_size", "rpe_max_distance")
 
 
 def wrong_type_in_config(config_file) -> str | None:
-    """The first value of a ``config.json`` whose type differs from the default's (a string where
-    a number belongs: the config class then fails with an unrelated message), or None."""
+    """The first value of a ``config.json`` whose type differs from the default's (a string where a
+    number belongs, 2.0 or [2] where an integer does: the config class accepts some and the model
+    then fails with an unrelated message), or a size below 1 (:data:`SIZE_FIELDS`), or a
+    probability outside [0, 1]; None when every value is plausible."""
     import json
 
     from transformers import CONFIG_MAPPING
@@ -126,11 +135,35 @@ def wrong_type_in_config(config_file) -> str | None:
         defaults = CONFIG_MAPPING[values["model_type"]]()
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    if not isinstance(values, dict):
+        return f"{config_file} holds {type(values).__name__}, not a mapping of settings"
     for key, value in values.items():
-        default = getattr(defaults, key, None)
-        number = isinstance(default, (int, float)) and not isinstance(default, bool)
-        if number and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            return f"{config_file}: {key} is {value!r}, expected a number like {default!r}"
+        problem = wrong_value(key, value, getattr(defaults, key, None))
+        if problem:
+            return f"{config_file}: {key} is {value!r}, expected {problem}"
+    return None
+
+
+def wrong_value(key: str, value, default) -> str | None:
+    """What ``value`` of config field ``key`` should be, in words, when it is not that; else None
+    (None is allowed where the default is not a size: HF configs leave token ids unset so)."""
+    if key in SIZE_FIELDS and isinstance(default, int) and (type(value) is not int or value < 1):
+        return f"an integer of at least 1 like {default!r}"
+    if value is None or default is None:
+        return None
+    if isinstance(default, bool):
+        return None if isinstance(value, bool) else f"true or false like {str(default).lower()}"
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(default, int) and not (number and float(value).is_integer()):
+        return f"an integer like {default!r}" if number else f"a number like {default!r}"
+    if isinstance(default, int) and type(value) is not int:
+        return f"an integer like {default!r}"
+    if isinstance(default, float) and not (number and math.isfinite(value)):
+        return f"a number like {default!r}"
+    if key.endswith("_prob") and not 0 <= value <= 1:
+        return f"a probability between 0 and 1 like {default!r}"
+    if isinstance(default, str) and not isinstance(value, str):
+        return f"a string like {default!r}"
     return None
 
 

@@ -91,7 +91,28 @@ def test_a_config_with_a_wrongly_typed_value(make_config, capsys, tmp_path):
     PEBertForMaskedLM(make_config()).save_pretrained(tmp_path)
     config = json.loads((tmp_path / "config.json").read_text())
     (tmp_path / "config.json").write_text(json.dumps({**config, "hidden_size": "x"}))
-    assert f"{tmp_path}/config.json: hidden_size is 'x', expected a number" in one_line(capsys, ["properties", str(tmp_path)])
+    assert f"{tmp_path}/config.json: hidden_size is 'x', expected an integer of at least 1" in one_line(capsys, ["properties", str(tmp_path)])
+
+
+@pytest.mark.parametrize("key, value, expected", [
+    ("num_attention_heads", 2.0, "an integer of at least 1 like 12"),
+    ("num_hidden_layers", [2], "an integer of at least 1 like 12"),
+    ("num_hidden_layers", -1, "an integer of at least 1 like 12"),
+    ("num_hidden_layers", True, "an integer of at least 1 like 12"),
+    ("max_position_embeddings", 24.5, "an integer of at least 1 like 512"),
+    ("hidden_dropout_prob", "x", "a number like 0.1"),
+    ("hidden_dropout_prob", 1.5, "a probability between 0 and 1 like 0.1"),
+    ("position_embedding", 5, "a string like 'ape-learned'"),
+])
+@pytest.mark.parametrize("command", [["properties"], ["finetune", "--task", "sst2", "--model"]])
+def test_a_wrongly_typed_or_impossible_config_value_is_one_line(key, value, expected, command, make_config, capsys, tmp_path):
+    folder = tmp_path / "model"
+    PEBertForMaskedLM(make_config()).save_pretrained(folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, key: value}))
+    line = one_line(capsys, [*command, str(folder), "--cache", str(tmp_path / "cache")] if command[0] == "finetune"
+                    else [*command, str(folder)])
+    assert f"cannot read the model config of {folder}: {folder}/config.json: {key} is {value!r}, expected {expected}" in line
 
 
 def test_truncated_weights(make_config, capsys, tmp_path):
