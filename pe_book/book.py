@@ -71,6 +71,7 @@ DEFAULT_PROFILE = "cpu"
 BOOK_PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     "smoke": {},  # every notebook's own defaults are the smoke profile's
     "cpu": {
+        "00_intro": {"profile": "cpu"},
         "01_properties": {
             "profile": "cpu",
             "hidden_size": 768,
@@ -209,6 +210,7 @@ def check_notebook_parameters(namespace: dict) -> dict[str, Any]:
     is an unknown parameter; every declared value must match its annotation. Re-running the
     notebook in the same kernel is fine (a re-bound declared name is not unknown).
     """
+    _one_line_input_errors()
     before = namespace.get(_SNAPSHOT_KEY)
     if before is None:
         raise RuntimeError("call pe_book.book.record_names(globals()) in the cell before the parameters cell")
@@ -225,6 +227,26 @@ def check_notebook_parameters(namespace: dict) -> dict[str, Any]:
     if missing:
         raise ParameterError(f"parameter {missing[0]!r} is annotated but has no value in the parameters cell")
     return check_parameters({name: namespace[name] for name in declared}, declared)
+
+
+def _one_line_input_errors() -> None:
+    """In an IPython kernel, show a bad parameter or input (:class:`~pe_lib.errors.InputError`,
+    :class:`ParameterError` among them) as its one line, not as a traceback: the line is what
+    papermill reports, and what a reader of a failed rerun sees in its notebook."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "set_custom_exc"):
+        return
+
+    def one_line(shell, etype, value, tb, tb_offset=None):
+        stb = [f"{etype.__name__}: {value}"]
+        shell._showtraceback(etype, value, stb)
+        return stb
+
+    shell.set_custom_exc((InputError,), one_line)
 
 
 def _bound_by_ipython(name: str, value, before: dict) -> bool:
@@ -422,6 +444,7 @@ def execute_notebook(path: Path, parameters: dict[str, Any], root: Path = ROOT) 
                 os.replace(tmp, failed)
             kept = failed if failed.exists() else None
             raise BookError(_failure_line(name, src, nb, bool(parameters), kept, exc)) from None
+        _hide_injected(executed)
         executed.metadata.papermill["input_path"] = src
         executed.metadata.papermill["output_path"] = target.relative_to(root).as_posix()
         nbformat.write(executed, tmp)
@@ -430,6 +453,16 @@ def execute_notebook(path: Path, parameters: dict[str, Any], root: Path = ROOT) 
         if tmp.exists():
             tmp.unlink()
     return target
+
+
+def _hide_injected(nb) -> None:
+    """A page whose ``parameters`` cell is removed from the HTML (``remove-cell``, the intro) loses
+    papermill's injected-parameters cell too; both stay in the notebook for a rerun."""
+    tags = [set(c.metadata.get("tags", [])) for c in nb.cells]
+    if any({"parameters", "remove-cell"} <= t for t in tags):
+        for cell, cell_tags in zip(nb.cells, tags):
+            if "injected-parameters" in cell_tags and "remove-cell" not in cell_tags:
+                cell.metadata["tags"] = [*cell.metadata.get("tags", []), "remove-cell"]
 
 
 def build_html(root: Path = ROOT) -> Path:

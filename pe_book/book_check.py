@@ -13,7 +13,13 @@ Chromium (Debian packages ``chromium`` and ``chromium-driver``) through selenium
   to an element of its target page;
 * **offline**: the browser requested nothing but the local server (``data:``, ``blob:`` and
   the browser's own ``chrome:`` resources aside);
-* **console**: no JavaScript error (the browser's own request for ``/favicon.ico`` aside).
+* **console**: no JavaScript error (the browser's own request for ``/favicon.ico`` aside);
+* **text** (:func:`text_problems`, on the page's text without code): no raw MyST markup (a
+  ``{glue:text}`` that was not rendered), no ``nan``, no Python reprs (``True``, ``None``,
+  ``'quoted'`` values, ``np.float64(...)``, ``[0, 1]``, unrounded floats such as
+  ``702.664361`` or ``1.281e+04``);
+* **width**: no table, figure or image wider than the text column (:data:`WIDTH` wide window);
+* **intro**: the root page shows a table (the verdicts) on its first screen.
 
 A full-page screenshot of each page goes to the screenshots folder, with ``report.json``. Exit
 status 1 if any page fails. Environment: ``CHROMIUM`` and ``CHROMEDRIVER`` override the paths of
@@ -26,6 +32,7 @@ import functools
 import http.server
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -58,6 +65,20 @@ CHROMIUM_FLAGS = [
 WIDTH = 1280
 MAX_HEIGHT = 12000  # screenshots are cut off below this many pixels
 SKIP_DIRS = ("_static", "_sources", "_images")
+FIRST_SCREEN = 900  # px: what a reader sees before scrolling
+
+#: What must not show in a page's text (code aside), each with what it means.
+TEXT_RULES = [
+    (re.compile(r"\{(?:glue|numref|ref|cite|doc|eq|math)(?::\w+)?\}`?"), "raw MyST markup"),
+    (re.compile(r"(?<![\w.])nan(?!\w)", re.I), "nan (a value not computed: say why, e.g. 'not run')"),
+    (re.compile(r"(?<![\w.])(?:True|False|None)(?!\w)"), "Python repr (True/False/None)"),
+    (re.compile(r"\w\(s\)"), "unresolved plural, e.g. seed(s)"),
+    (re.compile(r"(?:^|[\s(\[{,:=])'[\w.+/-]+'(?=[\s)\]},:;.]|$)"), "Python repr (a quoted string)"),
+    (re.compile(r"\bnp\.\w+\(|\b(?:array|tensor)\("), "Python repr (numpy/torch)"),
+    (re.compile(r"(?<![\w.])\[\d+(?:, \d+)+\]"), "Python repr (a list)"),
+    (re.compile(r"(?<![\w.,])\d+\.\d{6,}(?![\w.])"), "unrounded float"),
+    (re.compile(r"(?<![\w.])\d+(?:\.\d+)?e[+-]\d+(?![\w.])"), "float in e-notation"),
+]
 
 
 @dataclass
@@ -132,6 +153,17 @@ def check_links(html_dir: Path, page: Path) -> tuple[int, list[str]]:
         if fragment and path.suffix == ".html" and fragment not in _parse(path).ids:
             problems.append(f"broken anchor {where} {value!r}: no id {fragment!r} in {path.relative_to(html_dir)}")
     return count, problems
+
+
+def text_problems(text: str, context: int = 40) -> list[str]:
+    """What :data:`TEXT_RULES` find in a page's ``text`` (its code removed), each with its context."""
+    problems = []
+    for pattern, what in TEXT_RULES:
+        for match in list(pattern.finditer(text))[:3]:
+            start, end = max(0, match.start() - context), min(len(text), match.end() + context)
+            snippet = " ".join(text[start:end].split())
+            problems.append(f"{what}: ...{snippet}...")
+    return problems
 
 
 # ----------------------------------------------------------------------------- serving
@@ -221,6 +253,30 @@ return {
 };
 """
 
+# The article's text without code (hidden cells, code blocks, inline literals), and the tables,
+# figures and images wider than its column.
+_READ = """
+const article = document.querySelector("article.bd-article") || document.querySelector("main") || document.body;
+const copy = article.cloneNode(true);
+copy.querySelectorAll(".cell_input, .highlight, .highlight-python, .highlight-bash, .highlight-default, code, "
+  + "script, style, .headerlink, .toggle-details__summary, button, .tag_hide-input > .cell_input").forEach(
+  (el) => { if (!el.closest || !el.closest(".cell_output")) el.remove(); });
+copy.querySelectorAll(".cell_output .highlight").forEach((el) => el.remove());
+const column = article.getBoundingClientRect();
+const wide = [];
+article.querySelectorAll("table, figure, img, .cell_output > .output").forEach((el) => {
+  const width = Math.max(el.scrollWidth, el.getBoundingClientRect().width);
+  if (width > column.width + 2) {
+    const caption = el.querySelector && el.querySelector("caption, figcaption");
+    wide.push(`${el.tagName.toLowerCase()} ${Math.round(width)} px wide in a ${Math.round(column.width)} px column`
+      + (caption ? `: ${caption.textContent.trim().slice(0, 60)}` : (el.id ? ` #${el.id}` : "")));
+  }
+});
+const tables = Array.from(article.querySelectorAll("table"));
+return {text: copy.innerText || copy.textContent, wide: wide,
+        first_table: tables.length ? tables[0].getBoundingClientRect().top + window.scrollY : null};
+"""
+
 
 def _requests(driver) -> list[str]:
     urls = []
@@ -257,6 +313,11 @@ def check_page(driver, server: str, html_dir: Path, page: Path, shots: Path) -> 
         report.problems.append(f"MathJax error: {text!r}")
     for name in info["empty_figures"]:
         report.problems.append(f"figure without image or table: {name!r}")
+    read = driver.execute_script(_READ)
+    report.problems += text_problems(read["text"])
+    report.problems += [f"wider than the text column: {w}" for w in read["wide"]]
+    if rel == "index.html" and (read["first_table"] is None or read["first_table"] > FIRST_SCREEN):
+        report.problems.append(f"intro: no table on the first {FIRST_SCREEN} px (the verdicts come first)")
     time.sleep(0.2)  # let late requests (fonts, icons) show up in the log
     for url in _requests(driver):
         if not (url.startswith(server) or url.startswith(("data:", "blob:", "about:", "chrome:"))):

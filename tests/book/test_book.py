@@ -213,6 +213,8 @@ def test_papermill_run_with_a_wrongly_typed_parameter_fails_clearly(tmp_path):
         _run_papermill(tmp_path, {**SMALL_SINUSOID, "ape_dim": "768"})
     assert info.value.ename == "ParameterError"
     assert "parameter 'ape_dim' must be int, got str '768'" in info.value.evalue
+    # one line, not a traceback: in papermill's message and in the failed notebook
+    assert info.value.traceback == [f"ParameterError: {info.value.evalue}"]
 
 
 def _copy_book(dst: Path) -> Path:
@@ -335,6 +337,32 @@ def test_check_links_finds_broken_files_and_anchors(tmp_path):
     assert any("missing.png" in p for p in problems)
     assert check_links(tmp_path, tmp_path / "sub" / "page.html") == (1, [])
 
+
+@pytest.mark.parametrize("text, what", [
+    ("Profile {glue:text}`cpu_name` pretrains", "raw MyST markup"),
+    ("the norm ratio is nan at initialisation", "nan"),
+    ("fast bf16: True", "True/False/None"),
+    ("profile 'cpu' and more", "a quoted string"),
+    ("np.float64(1.3995)", "numpy/torch"),
+    ("seeds [0, 1, 2]", "a list"),
+    ("took 702.664361 s", "unrounded float"),
+    ("1.281e+04 tokens", "e-notation"),
+    ("3 seed(s) each", "plural"),
+])
+def test_book_check_finds_raw_markup_nan_and_python_reprs(text, what):
+    from pe_book.book_check import text_problems
+
+    problems = text_problems(f"Some prose. {text}. More prose.")
+    assert len(problems) == 1 and what in problems[0] and text.split()[-1][:5] in problems[0]
+
+
+def test_book_check_lets_prose_and_formatted_numbers_through():
+    from pe_book.book_check import text_problems
+
+    prose = ("The paper's figure [WSL+21] scores 0.627 (97.5% interval 58.6 to 62.3) on 4,096,000 tokens; "
+             "a variant not run; Nonesuch, nano, Truely; \u2018quoted\u2019 words; 1,234.5 hours.")
+    assert text_problems(prose) == []
+
 # The whole book and its browser check run in CI as `make book && make check-book` (.ci/run).
 
 
@@ -390,3 +418,27 @@ def test_a_chapter_restricted_to_two_variants_says_not_run_for_the_others(tmp_pa
     assert format_text(glued["apesl_contrast"], ".3f") == "not run"
     text = "".join(str(o.get("data", {})) for c in nbformat.read(out, as_version=4).cells for o in c.get("outputs", []))
     assert not re.search(r"\bnan\b", text, re.I)  # nor in its tables
+
+
+def test_the_intro_hides_its_parameters_and_papermills_injected_cell():
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("profile = 'smoke'", metadata={"tags": ["parameters", "remove-cell"]}),
+        nbformat.v4.new_code_cell("profile = 'cpu'", metadata={"tags": ["injected-parameters"]})])
+    book._hide_injected(nb)
+    assert nb.cells[1].metadata["tags"] == ["injected-parameters", "remove-cell"]
+    shown = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell("x = 2", metadata={"tags": ["injected-parameters"]})])
+    book._hide_injected(shown)
+    assert shown.cells[1].metadata["tags"] == ["injected-parameters"]  # a chapter shows both
+
+
+def test_intro_verdicts_name_the_columns_they_could_not_test():
+    from pe_book.chapters import intro
+
+    assert intro.verdict_text("contradicted", "span") == "contradicted (not testable on span)"
+    assert intro.verdict_text("not testable at this scale: no model beats bag of words", "classification") == (
+        "not testable at this scale: no model beats bag of words")
+    assert intro.verdict_text("supported") == "supported"
