@@ -46,7 +46,8 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` through a temporary sibling file, fsync, then ``os.replace``."""
+    """Write ``data`` through a temporary sibling file, fsync, ``os.replace``, then fsync the folder
+    (an atomic rename is durable only once the file and its folder are synced)."""
     path = Path(path)
     with explain_unwritable(str(path.parent)):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -57,9 +58,40 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
+        fsync_dir(path.parent)  # the rename itself survives a power loss only once its folder is synced
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def fsync_dir(folder: str | os.PathLike[str]) -> None:
+    """Flush ``folder``'s entries (a new or renamed file or folder in it) to the disk. A file system
+    that cannot sync a folder (EINVAL and the like) is left as it is: there is nothing more to do."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError as error:
+        if error.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF, errno.EROFS):
+            raise
+    finally:
+        os.close(fd)
+
+
+def fsync_tree(folder: str | os.PathLike[str]) -> None:
+    """Flush every file and folder under ``folder`` (and ``folder`` itself) to the disk, deepest
+    first: what a writer put there (``np.savez``, ``shutil.copyfile``, safetensors) is durable
+    before the folder is moved into place."""
+    for root, _, files in os.walk(folder, topdown=False):
+        for name in files:
+            fd = os.open(os.path.join(root, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fsync_dir(root)
 
 
 @contextlib.contextmanager
@@ -98,11 +130,13 @@ def atomic_dir(final: str | os.PathLike[str]) -> Iterator[Path]:
     try:
         yield work
         work.chmod(0o755)
+        fsync_tree(work)  # the contents are on the disk before the move that makes them visible
         old = None
         if final.exists():
             old = final.with_name(f".{final.name}.old-{os.getpid()}")
             os.replace(final, old)
         os.replace(work, final)
+        fsync_dir(final.parent)  # and the move itself
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
     finally:
