@@ -33,8 +33,8 @@ from pe_lib.positions import parse_variant
 from pe_lib.probing import ape_gram, identical_word_attention, rpe_gram
 from pe_lib.properties import chen_locality, chen_symmetry, indicators
 from pe_lib.training.finetune import finetune
-from pe_lib.training.pretrain import (MLMData, PretrainConfig, finished_result, finished_snapshot, launched_processes,
-                                     make_blocks, pretrain, snapshot_dir, use_bf16)
+from pe_lib.training.pretrain import (MLMData, PretrainConfig, config_identity, finished_result, finished_snapshot,
+                                     launched_processes, make_blocks, pretrain, snapshot_dir, use_bf16)
 
 #: The version of the code behind each stage, part of every artifact key of that stage. Bump a
 #: stage's number in the commit that changes its numbers (not for a refactor that changes none),
@@ -205,7 +205,7 @@ class Runner:
         pretrain = self.run_pretrain_config(pretrain_seed).at(steps or self.profile.pretrain.steps)
         processes = launched_processes()
         return {"stage": "pretrain", "code_version": self.code_version("pretrain"), "variant": variant, "model": model,
-                "pretrain": asdict(pretrain), "data": self.data_fingerprint(),
+                "pretrain": config_identity(pretrain), "data": self.data_fingerprint(),
                 **({"processes": processes} if processes > 1 else {})}
 
     def pretrain_key(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> str:
@@ -213,7 +213,7 @@ class Runner:
 
     def run_dir(self, variant: str, pretrain_seed: int = 0) -> Path:
         """The run folder (checkpoints, snapshots, final model) of a variant's pretraining seed."""
-        config = {**self.pretrain_config(variant, pretrain_seed), "pretrain": asdict(self.run_pretrain_config(pretrain_seed))}
+        config = {**self.pretrain_config(variant, pretrain_seed), "pretrain": config_identity(self.run_pretrain_config(pretrain_seed))}
         return self.work / self.profile.name / f"{variant}-{Store.key(config)}"
 
     def model_dir(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> Path:

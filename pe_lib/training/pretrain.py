@@ -33,6 +33,16 @@ another CPU. It is recorded (``threads``: the counts the steps ran with) and a r
 count is warned about, not refused: the run is then still a run of its recipe, only not
 bit-identical to an uninterrupted one, and refusing would strand a run moved to another machine.
 
+Memory. ``accumulation_steps`` cuts each process's rows of a step into that many micro-batches whose
+gradients are summed before the optimizer step, each micro-batch's mean loss weighted by its share
+of the masked tokens: the step's gradient is the whole batch's (the masks are drawn for the whole
+batch, as without accumulation), equal up to float rounding when there is no dropout (dropout draws
+its masks micro-batch by micro-batch). ``activation_checkpointing`` recomputes each layer in the
+backward pass instead of keeping its activations (torch restores the RNG, so the same dropout).
+Both are part of a run's identity when they are set (:func:`config_identity`); at their defaults
+they are left out of it, so the identities and keys of runs made before they existed stay. bf16
+is ``precision`` (autocast on CUDA and on CPUs with fast bf16).
+
 Layout of ``out_dir``::
 
     checkpoints/step-00000100/   model.safetensors, trainer_state.pt, state.json, manifest.json
@@ -118,13 +128,16 @@ class PretrainConfig:
     checkpoint_every: int = 100
     schedule: str = "linear"  # one of SCHEDULES
     snapshot_steps: tuple[int, ...] = ()  # steps whose models are kept (anytime schedules only)
+    accumulation_steps: int = 1  # micro-batches per process and step, gradients summed (module docstring: Memory)
+    activation_checkpointing: bool = False  # recompute each layer in the backward pass (less activation memory)
 
     def __post_init__(self):
         if self.precision not in PRECISIONS:
             raise InputError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         if self.schedule not in SCHEDULES:
             raise InputError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
-        for name in ("steps", "batch_size", "log_every", "eval_every", "eval_batches", "checkpoint_every"):
+        for name in ("steps", "batch_size", "log_every", "eval_every", "eval_batches", "checkpoint_every",
+                     "accumulation_steps"):
             if getattr(self, name) < 1:
                 raise InputError(f"PretrainConfig.{name} must be >= 1, got {getattr(self, name)}")
         object.__setattr__(self, "snapshot_steps", tuple(sorted(set(self.snapshot_steps))))
@@ -340,9 +353,19 @@ def finished_result(out_dir: Path) -> dict | None:
 # ----------------------------------------------------------------------------- the loop
 
 
+#: PretrainConfig fields added after runs were stored, with their defaults: a field at its default is
+#: left out of a run's identity, so the identities (and the runner's keys) of earlier runs stay.
+LATER_FIELDS = {"accumulation_steps": 1, "activation_checkpointing": False}
+
+
+def config_identity(cfg: PretrainConfig) -> dict:
+    """``asdict(cfg)`` without the :data:`LATER_FIELDS` that are at their defaults."""
+    return {k: v for k, v in asdict(cfg).items() if not (k in LATER_FIELDS and v == LATER_FIELDS[k])}
+
+
 def run_identity(model_config: PEBertConfig, cfg: PretrainConfig) -> dict:
     """What a run folder's checkpoints and result belong to (as read back from JSON)."""
-    return json.loads(json.dumps({"model": model_config.to_diff_dict(), "config": asdict(cfg)}))
+    return json.loads(json.dumps({"model": model_config.to_diff_dict(), "config": config_identity(cfg)}))
 
 
 def snapshot_dir(out_dir: Path, step: int) -> Path:
@@ -486,6 +509,30 @@ def resumed_threads(before: list[int], now: int, checkpoint: Path) -> list[int]:
     return before if before and before[-1] == now else before + [now]
 
 
+def train_step(ddp_model, accelerator, inputs: torch.Tensor, labels: torch.Tensor, parts: int, device,
+               bf16: bool) -> torch.Tensor:
+    """Forward and backward of one process's rows of a step, (b, n) inputs and labels, in ``parts``
+    micro-batches; returns the step's loss, the mean over its masked tokens (module docstring:
+    Memory). DDP synchronises the gradients at the last micro-batch with a target only."""
+    if parts == 1:
+        with autocast(device, bf16):
+            # masked_only: the vocabulary logits of the masked tokens alone (PEBertForMaskedLM)
+            loss = ddp_model(input_ids=inputs.to(device), labels=labels.to(device), masked_only=True).loss
+        accelerator.backward(loss)
+        return loss
+    micro = [(x, y) for x, y in zip(inputs.chunk(parts), labels.chunk(parts)) if (y != -100).any()]  # (b/parts, n) each
+    total = sum(int((y != -100).sum()) for _, y in micro)
+    losses = []
+    for i, (x, y) in enumerate(micro):
+        with nullcontext() if i == len(micro) - 1 else accelerator.no_sync(ddp_model):
+            with autocast(device, bf16):
+                share = int((y != -100).sum()) / total
+                loss = ddp_model(input_ids=x.to(device), labels=y.to(device), masked_only=True).loss * share
+            accelerator.backward(loss)
+        losses.append(loss.detach())
+    return torch.stack(losses).sum()
+
+
 def save_model_folder(model, folder: Path, steps: int, tokens: int, tokenizer=None, card: Mapping[str, Any] | None = None):
     """``model.save_pretrained(folder)``, the tokenizer beside it, and the model card's training section."""
     with quiet_transformers():
@@ -501,6 +548,9 @@ def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_
     rank, world = accelerator.process_index, accelerator.num_processes
     if cfg.batch_size % world:
         raise ValueError(f"batch_size {cfg.batch_size} is not divisible by the {world} processes")
+    if (cfg.batch_size // world) % cfg.accumulation_steps:
+        raise InputError(f"accumulation_steps {cfg.accumulation_steps} does not divide the {cfg.batch_size // world} "
+                         f"rows a process trains per step (batch_size {cfg.batch_size} over {world} process(es))")
     if model_config.vocab_size != data.vocab_size:
         raise ValueError(f"model vocab_size {model_config.vocab_size} != tokenizer vocab size {data.vocab_size}")
     device = accelerator.device
@@ -509,6 +559,8 @@ def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_
     torch.manual_seed(cfg.seed)
     # a copy: save_pretrained records `architectures` in the model's config, which must not change the caller's
     model = PEBertForMaskedLM(copy.deepcopy(model_config)).to(device).train()
+    if cfg.activation_checkpointing:
+        model.activation_checkpointing_enable()
     optimizer = torch.optim.AdamW(param_groups(model, cfg.weight_decay), lr=cfg.lr, betas=(0.9, 0.999), eps=1e-6)
     scheduler = lr_schedule(optimizer, cfg)
     start, elapsed_before, records = 0, 0.0, []  # records: the curve so far
@@ -564,10 +616,7 @@ def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_
         ids = torch.as_tensor(data.train[rows], dtype=torch.long)  # (b, n)
         inputs, labels = mask_tokens(ids, data, cfg.mask_prob, torch.Generator().manual_seed(step_seed(cfg.seed, step, rank, 0)))
         torch.manual_seed(step_seed(cfg.seed, step, rank, 1))  # dropout
-        with autocast(device, bf16):
-            # masked_only: the vocabulary logits of the masked tokens alone (PEBertForMaskedLM)
-            loss = ddp_model(input_ids=inputs.to(device), labels=labels.to(device), masked_only=True).loss
-        accelerator.backward(loss)
+        loss = train_step(ddp_model, accelerator, inputs, labels, cfg.accumulation_steps, device, bf16)
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         optimizer.step()
         scheduler.step()
