@@ -17,7 +17,9 @@ import contextlib
 import errno
 import importlib
 import os
+import signal
 import sys
+import threading
 import warnings
 from collections.abc import Iterator
 
@@ -32,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("pe_book.commands.run", "compute every missing artifact of a profile"),
     "adopt": ("pe_book.commands.adopt", "take the artifacts and models another profile computed under the same keys"),
     "verify": ("pe_book.commands.verify", "recompute one variant from scratch and compare it with the committed results"),
+    "check-results": ("pe_book.commands.check_results", "check a results folder against its manifests and its blobs at HEAD"),
     "properties": ("pe_book.commands.properties", "property indicators of a model's position embeddings"),
     "book": ("pe_book.book", "execute the notebooks with papermill and build the Jupyter Book"),
     "publish": ("pe_book.publish", "the repository URL, its check, and the Colab notebooks of the published book"),
@@ -43,9 +46,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser_for(argv)
     args = parser.parse_args(argv)
     if args.debug:
-        return int(importlib.import_module(args._module).run(args) or 0)
+        with sigterm_as_interrupt():
+            return int(importlib.import_module(args._module).run(args) or 0)
     try:
-        with one_line_warnings():
+        with one_line_warnings(), sigterm_as_interrupt():
             code = int(importlib.import_module(args._module).run(args) or 0)
             sys.stdout.flush()  # a closed pipe shows here, not at exit
         return code
@@ -56,6 +60,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         print(f"pe-lib {args.command}: error: {message} (--debug shows the traceback)", file=sys.stderr)
         return 1
+    except Terminated:  # docker stop, systemd, SLURM: like Ctrl-C, with the status of a SIGTERM death
+        print(f"pe-lib {args.command}: terminated (SIGTERM); finished artifacts and checkpoints are kept, and a rerun "
+              "resumes from them", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:  # Ctrl-C, or the SIGINT of `timeout`: finished files are kept, the rest resumes
         print(f"pe-lib {args.command}: interrupted; finished artifacts and checkpoints are kept, and a rerun "
               "resumes from them", file=sys.stderr)
@@ -72,6 +80,29 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pe-lib {args.command}: error: path too long ({error.strerror}: {shown}): a file or folder name has "
               "at most 255 bytes and a path 4096; use a shorter one", file=sys.stderr)
         return 1
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, as Ctrl-C raises KeyboardInterrupt: the same code paths
+    end the run (finished files are kept, temporaries removed, the lock released)."""
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While the command runs, a SIGTERM raises :class:`Terminated` (a second one kills at once)."""
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        yield
+        return
+
+    def terminate(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def version() -> str:
