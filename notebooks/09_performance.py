@@ -193,6 +193,64 @@ result.floor
 # and its random numbers, dtype casts under autocast), which eager PyTorch runs one operator at a
 # time.
 #
+# ## Fine-tuning against pretraining
+#
+# A run's fine-tunings cost hours too. The benchmark times a whole fine-tuning of the cpu
+# profile's model with the cpu profile's recipe on one task of each kind (single sentence, sentence
+# pair, span), on {glue:text}`finetune_percent:.0f`% of the profile's training examples of a task,
+# and the pretraining step of the same model ({glue:text}`finetune_rounds` steps just before
+# and just after each fine-tuning). A fine-tuning's rate is its non-padding training tokens over its
+# whole wall time (the model loaded, features, training, evaluation on the validation and test
+# splits): the rate that makes a run's hours. *before* trains on batches of a plain permutation and
+# builds the task's features in every fine-tuning (fine-tuning code version 1's batches); *after*
+# groups the training batches by length (mega-batches of 50 batches, each sorted by length, as
+# HuggingFace's `group_by_length`), evaluates in order of length and reuses the task's features,
+# built once per task as the runner does for every seed and model. Measured on
+# {glue:text}`finetune_created` on a {glue:text}`finetune_machine`, code at commit
+# {glue:text}`finetune_commit`. {glue:text}`finetune_note`
+
+# %% tags=["hide-input"]
+finetune = result.finetune
+if "ratio" in finetune:
+    display = finetune.style.format({"fine-tuning tokens/s": "{:,.0f}", "pretraining tokens/s": "{:,.0f}",
+                                     "ratio": "{:.2f}", "padding": "{:.0%}", "seconds": "{:.1f}"}).hide(axis="index")
+else:
+    display = finetune
+display
+
+# %% tags=["hide-input"]
+if len(result.finetune_time):
+    fig, ax = plt.subplots(figsize=(9, 3.6), constrained_layout=True)
+    result.finetune_time.iloc[::-1].plot.barh(stacked=True, ax=ax, colormap="tab20c", width=0.7)
+    ax.set(xlabel="seconds", ylabel="")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=4, frameon=False)
+    book.glue("fig_finetune", fig)
+    plt.close(fig)
+
+# %% [markdown]
+# ```{glue:figure} fig_finetune
+# :alt: Stacked bars of the seconds of each phase of a fine-tuning, per task kind, before and after
+# :name: fig-finetune
+#
+# Where a fine-tuning's time goes: loading the model, building the features, collating batches,
+# forward and backward, the optimiser (gradient clipping, AdamW, the schedule), the rest of the
+# training loop, and evaluation.
+# ```
+#
+# After the change the slowest task kind fine-tunes at {glue:text}`finetune_worst_ratio:.2f` times
+# the pretraining step's tokens/s (single sentence {glue:text}`finetune_ratio_single_sentence_before:.2f`
+# before, {glue:text}`finetune_ratio_single_sentence_after:.2f` after; pair
+# {glue:text}`finetune_ratio_pair_before:.2f` and {glue:text}`finetune_ratio_pair_after:.2f`; span
+# {glue:text}`finetune_ratio_span_before:.2f` and {glue:text}`finetune_ratio_span_after:.2f`).
+# Padding took {glue:text}`finetune_padding_pair_before:.0f`% of the pair task's training tokens
+# before and {glue:text}`finetune_padding_pair_after:.0f`% after (single sentence
+# {glue:text}`finetune_padding_single_sentence_before:.0f`% and
+# {glue:text}`finetune_padding_single_sentence_after:.0f`%, span {glue:text}`finetune_padding_span_before:.0f`% and
+# {glue:text}`finetune_padding_span_after:.0f`%). Evaluation takes {glue:text}`finetune_evaluation_span_after:.0f`% of
+# the span fine-tuning's time after the change (its answers are decoded window by window in Python)
+# and {glue:text}`finetune_evaluation_single_sentence_after:.0f`% of the single-sentence one's: both
+# splits' scores are used (validation chooses, test reports), so both are evaluated.
+#
 # ## Targets
 
 # %% tags=["hide-input"]

@@ -14,9 +14,15 @@ machine noise hits all contenders alike, and printed with a description of the m
 5. ``smoke``: wall time of ``pe-lib run --profile smoke`` end to end and per stage (fresh results
    and work folders, the data cache reused);
 6. ``profile``: where a training step's time goes (matmuls, dtype casts, dropout's random
-   numbers, other operators, the optimizer), pe_lib and HF, fp32 and bf16, at seq 128.
+   numbers, other operators, the optimizer), pe_lib and HF, fp32 and bf16, at seq 128;
+7. ``fine-tune``: non-padding training tokens per second of a whole fine-tuning of the cpu
+   profile's model (single sentence, pair and span task, packaged data), before (batches of a plain
+   permutation, features built by each fine-tuning) and after (length-grouped batches, features
+   built once per task), against the pretraining step of the same model timed in turns with them,
+   and where a fine-tuning's time goes.
 
-A training step is forward + backward + AdamW update on an MLM batch with 15% of tokens masked.
+A training step is forward + backward + AdamW update on an MLM batch with 15% of tokens masked
+(sections 1-6).
 """
 from __future__ import annotations
 
@@ -36,7 +42,7 @@ from transformers import BertConfig, BertForMaskedLM
 from pe_lib.model import PEBertConfig, PEBertForMaskedLM
 from pe_lib.positions import PE_VARIANTS
 
-SECTIONS = ("hf", "variants", "relative", "mfu", "smoke", "profile")
+SECTIONS = ("hf", "variants", "relative", "mfu", "smoke", "profile", "fine-tune")
 #: The basic variants, and one with [CLS] untied (what the modifier costs).
 BENCH_VARIANTS = PE_VARIANTS + ("rpe-learned+untie-cls",)
 
@@ -57,12 +63,16 @@ class BenchConfig:
     rounds: int = 5  # timed steps per contender (after one warm-up step)
 
 
-def mlm_batch(cfg: BenchConfig, seed: int = 0) -> dict[str, torch.Tensor]:
+def mlm_batch(cfg: BenchConfig, seed: int = 0, mask_prob: float = 0.15) -> dict[str, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
     ids = torch.randint(5, cfg.vocab, (cfg.batch, cfg.seq), generator=g)  # (B, n)
-    masked = torch.rand(cfg.batch, cfg.seq, generator=g) < 0.15  # (B, n)
+    masked = torch.rand(cfg.batch, cfg.seq, generator=g) < mask_prob  # (B, n)
     labels = torch.where(masked, ids, torch.full_like(ids, -100))  # (B, n)
     return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": labels}
+
+
+#: The pretraining loop's route through ``PEBertForMaskedLM`` (vocabulary logits at the masked positions only).
+PRETRAINING_ROUTE = {"masked_only": True}
 
 
 def pe_model(cfg: BenchConfig, variant: str) -> torch.nn.Module:
@@ -82,11 +92,11 @@ def hf_model(cfg: BenchConfig) -> torch.nn.Module:
 class Stepper:
     """One model, its optimizer and a fixed batch; ``step()`` runs one timed training step."""
 
-    def __init__(self, model: torch.nn.Module, batch: dict, bf16: bool):
+    def __init__(self, model: torch.nn.Module, batch: dict, bf16: bool, optimizer: torch.optim.Optimizer | None = None):
         self.model = model.train()
         self.batch = batch
         self.bf16 = bf16
-        self.optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        self.optimizer = optimizer if optimizer is not None else torch.optim.AdamW(model.parameters(), lr=1e-4)
         self.times: list[float] = []
         self.step()  # warm-up (allocator, kernels)
 
@@ -98,6 +108,26 @@ class Stepper:
     def step(self) -> float:
         start = time.perf_counter()
         self.forward_backward()
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return time.perf_counter() - start
+
+
+class PretrainingStepper(Stepper):
+    """A step of the pretraining loop (``pe_lib.training.pretrain``): AdamW with its weight-decay
+    groups, forward and backward by the masked-only route, gradient clipping."""
+
+    def __init__(self, model: torch.nn.Module, batch: dict, bf16: bool, lr: float, weight_decay: float, grad_clip: float):
+        from pe_lib.training.pretrain import param_groups
+
+        self.grad_clip = grad_clip
+        optimizer = torch.optim.AdamW(param_groups(model, weight_decay), lr=lr, eps=1e-6)
+        super().__init__(model, {**batch, **PRETRAINING_ROUTE}, bf16, optimizer)
+
+    def step(self) -> float:
+        start = time.perf_counter()
+        self.forward_backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         return time.perf_counter() - start
@@ -124,7 +154,8 @@ def pe_lib_and_hf(cfg: BenchConfig, bf16: bool) -> dict[str, Stepper]:
     """pe_lib (ape-learned) and HF's BERT with the same configuration, on the same batch."""
     batch = mlm_batch(cfg)
     torch.manual_seed(0)
-    return {"pe_lib": Stepper(pe_model(cfg, "ape-learned"), batch, bf16), "hf": Stepper(hf_model(cfg), batch, bf16)}
+    return {"pe_lib": Stepper(pe_model(cfg, "ape-learned"), {**batch, **PRETRAINING_ROUTE}, bf16),
+            "hf": Stepper(hf_model(cfg), batch, bf16)}
 
 
 def bench_vs_hf(cfg: BenchConfig) -> list[dict]:
@@ -140,7 +171,7 @@ def bench_vs_hf(cfg: BenchConfig) -> list[dict]:
 def bench_variants(cfg: BenchConfig, bf16: bool = True) -> list[dict]:
     batch = mlm_batch(cfg)
     torch.manual_seed(0)
-    steppers = {v: Stepper(pe_model(cfg, v), batch, bf16) for v in BENCH_VARIANTS}
+    steppers = {v: Stepper(pe_model(cfg, v), {**batch, **PRETRAINING_ROUTE}, bf16) for v in BENCH_VARIANTS}
     med = race(steppers, cfg.rounds)
     return [{"seq": cfg.seq, "variant": v, "ms_per_step": 1000 * t, "relative_to_ape_learned": t / med["ape-learned"]}
             for v, t in med.items()]
@@ -243,7 +274,7 @@ def bench_mfu(profile_name: str = "cpu", batch: int = 32, rounds: int = 5) -> li
     for bf16 in (True, False):
         torch.manual_seed(0)
         model = pe_model(cfg, "ape-learned")
-        seconds = race({"model": Stepper(model, mlm_batch(cfg), bf16)}, rounds)["model"]
+        seconds = race({"model": Stepper(model, {**mlm_batch(cfg), **PRETRAINING_ROUTE}, bf16)}, rounds)["model"]
         flops = model_flops_per_step(model.config, cfg.batch, cfg.seq)
         peak = matmul_peak(torch.bfloat16 if bf16 else torch.float32)
         rows.append({"profile": profile_name, "dtype": "bf16" if bf16 else "fp32", "hidden": cfg.hidden, "tokens_per_s": cfg.batch * cfg.seq / seconds,
@@ -328,6 +359,81 @@ def bench_smoke() -> dict:
         return {"end_to_end_s": time.perf_counter() - start, **{f"{k}_s": v for k, v in timings.items()}}
 
 
+# ----------------------------------------------------------------------------- 7: fine-tuning
+
+#: The task timed for each task kind (the packaged analogues: offline).
+FINETUNE_TASKS = {"single sentence": "sst2", "pair": "mrpc", "span": "squad"}
+#: The phases of a fine-tuning's time (``pe_lib.training.finetune.Tally``) in the order reported;
+#: "training loop" is the training time outside collation, forward/backward and optimiser.
+FINETUNE_PHASES = ("model", "features", "collation", "forward and backward", "optimiser", "training loop", "evaluation")
+
+
+@dataclass
+class FinetuneBench:
+    profile: str = "cpu"  # whose model, pretraining step and FinetuneConfig are timed
+    fraction: float = 0.25  # of the profile's training examples a task (fewer: minutes, not an hour)
+    rounds: int = 10  # pretraining steps timed before and again after each fine-tuning
+
+
+def finetune_phases(tally, wall_s: float) -> dict[str, float]:
+    """Seconds of each of FINETUNE_PHASES, from a fine-tuning's tally and its wall time."""
+    seconds = dict(tally.seconds)
+    inner = sum(seconds.get(k, 0.0) for k in ("collation", "forward and backward", "optimiser"))
+    phases = {k: seconds.get(k, 0.0) for k in FINETUNE_PHASES}
+    phases["training loop"] = seconds.get("training", 0.0) - inner
+    return phases | {"other": wall_s - sum(phases.values())}
+
+
+def bench_finetune(cfg: FinetuneBench) -> dict:
+    """Each task kind's fine-tuning, before and after, with the pretraining step of the same model
+    timed ``cfg.rounds`` times just before and just after each fine-tuning (their median is its
+    reference). A fine-tuning's tokens/s: its non-padding training tokens over its whole wall time
+    (model, features, training, evaluation), the rate that makes a run's hours. "after" reuses the
+    task's features, built once beforehand (``features_s``) as the runner does for every seed and
+    model of a task."""
+    from pe_book.experiments.profiles import get_profile
+    from pe_book.experiments.runner import Runner
+    from pe_lib.training.finetune import Tally, finetune, task_features
+
+    profile = get_profile(cfg.profile)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="pe-bench-finetune-") as tmp:
+        runner = Runner(profile, f"{tmp}/results", f"{tmp}/work", progress=False)
+        tokenizer = runner.tokenizer
+        torch.manual_seed(0)
+        model = PEBertForMaskedLM(runner.model_config("ape-learned"))
+        model.save_pretrained(f"{tmp}/model")  # the fine-tunings start from it (speed does not depend on the weights)
+        pre = profile.pretrain
+        shape = BenchConfig(vocab=model.config.vocab_size, batch=pre.batch_size, seq=profile.seq_len)
+        pretraining = PretrainingStepper(model, mlm_batch(shape, mask_prob=pre.mask_prob), pre.precision == "bf16",
+                                         pre.lr, pre.weight_decay, pre.grad_clip)
+        for kind, name in FINETUNE_TASKS.items():
+            task = runner.task(name)
+            task.splits["train"] = task.splits["train"].select(range(math.ceil(cfg.fraction * len(task.splits["train"]))))
+            ft = profile.finetune_for(name)
+            start = time.perf_counter()
+            features = task_features(tokenizer, task, ft)
+            features_s = time.perf_counter() - start
+            for when, options in (("before", {"group_by_length": False}), ("after", {"features": features})):
+                steps = [pretraining.step() for _ in range(cfg.rounds)]
+                tally = Tally()
+                result = finetune(f"{tmp}/model", tokenizer, task, ft, progress=False, tally=tally, **options)
+                steps += [pretraining.step() for _ in range(cfg.rounds)]
+                pretraining_tok_s = shape.batch * shape.seq / statistics.median(steps)
+                tok_s = tally.tokens / result["wall_s"]
+                rows.append({"kind": kind, "task": name, "when": when, "train_examples": len(task.splits["train"]),
+                             "eval_examples": len(task.splits["validation"]) + len(task.splits["test"]),
+                             "train_features": len(features.splits["train"]), "features_s": features_s,
+                             "tokens": tally.tokens, "padded_tokens": tally.padded_tokens,
+                             "padding_share": 1 - tally.tokens / tally.padded_tokens, "wall_s": result["wall_s"],
+                             "tokens_per_s": tok_s, "pretraining_tokens_per_s": pretraining_tok_s,
+                             "ratio": tok_s / pretraining_tok_s, "seconds": finetune_phases(tally, result["wall_s"]),
+                             "forward_backward_tokens_per_s": tally.tokens / tally.seconds["forward and backward"]})
+    return {"profile": cfg.profile, "fraction": cfg.fraction, "rounds": cfg.rounds,
+            "pretraining": {"batch": shape.batch, "seq": shape.seq, "mask_prob": pre.mask_prob, "precision": pre.precision},
+            "finetune": asdict(profile.finetune), "rows": rows}
+
+
 # ----------------------------------------------------------------------------- targets
 
 #: (name, section, row filter, value, comparison, threshold) of the project's performance targets.
@@ -338,7 +444,14 @@ TARGETS = (
     ("slowest variant vs ape-learned, seq 512", "variants", {"seq": 512}, "relative_to_ape_learned", "<=", 1.5),
     ("relative attention peak memory vs naive, seq 2048", "relative", {"seq": 2048}, "memory_ratio", "<=", 0.25),
     ("MFU of the cpu profile's model, bf16", "mfu", {"dtype": "bf16"}, "mfu", ">=", 0.25),
+    ("fine-tuning vs pretraining tokens/s, every task kind", "fine-tune", {"when": "after"}, "ratio", ">=", 0.8),
 )
+
+
+def section_rows(result: dict, section: str) -> list[dict]:
+    """A section's rows: the section itself, or its ``rows`` when it records more (fine-tune)."""
+    rows = result.get(section, [])
+    return rows.get("rows", []) if isinstance(rows, dict) else rows
 
 
 def targets(result: dict) -> list[dict]:
@@ -346,7 +459,7 @@ def targets(result: dict) -> list[dict]:
     missed one how far it is short, relative to the threshold."""
     rows = []
     for name, section, where, key, op, threshold in TARGETS:
-        values = [r[key] for r in result.get(section, []) if all(r.get(k) == v for k, v in where.items())]
+        values = [r[key] for r in section_rows(result, section) if all(r.get(k) == v for k, v in where.items())]
         if not values:
             rows.append({"target": name, "threshold": f"{op} {threshold:g}", "measured": None, "met": None, "short by": None})
             continue
@@ -380,6 +493,24 @@ def print_report(result: dict) -> None:
         print(f"[profile]  seq {r['seq']} {r['dtype']} {r['model']:6s}: {r['step_ms']:.0f} ms/step{floor}; {shares}")
     if "smoke" in result:
         print("[smoke]    " + ", ".join(f"{k} {v:.1f}" for k, v in result["smoke"].items()))
+    for r in result.get("fine-tune", {}).get("rows", []):
+        phases = ", ".join(f"{k} {v:.1f}" for k, v in r["seconds"].items())
+        print(f"[fine-tune] {r['kind']:15s} ({r['task']}) {r['when']:6s}: {r['tokens_per_s']:7.0f} tok/s vs pretraining"
+              f" {r['pretraining_tokens_per_s']:7.0f} = {r['ratio']:.2f}x; padding {100 * r['padding_share']:.0f}%;"
+              f" {r['wall_s']:.1f} s: {phases}")
+
+
+def updated(path: str, result: dict, sections: list[str]) -> dict:
+    """The benchmark stored at ``path`` with ``sections`` replaced by this run's (the rest kept,
+    with the machine, time and commit they were measured on)."""
+    import json
+    from pathlib import Path
+
+    stored = json.loads(Path(path).read_text()) if Path(path).exists() else {}
+    if not stored:
+        return result
+    replaced = [*sections, *(["configs"] if {"hf", "variants"} & set(sections) else [])]  # configs: of hf and variants
+    return stored | {key: result[key] for key in replaced if key in result}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -387,8 +518,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
     parser.add_argument("--seqs", nargs="+", type=int, default=[128, 512], help="sequence lengths for hf/variants")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--finetune-fraction", type=float, default=FinetuneBench.fraction,
+                        help="fine-tune: share of the cpu profile's training examples a task")
     parser.add_argument("--json", help="also write the results to this JSON file (atomically)")
+    parser.add_argument("--update", action="store_true",
+                        help="with --json: replace only the sections run in the existing file (the fine-tune section "
+                             "records its own machine, time and commit)")
     args = parser.parse_args(argv)
+    if not 0 < args.finetune_fraction <= 1:
+        parser.error(f"--finetune-fraction must be in (0, 1], got {args.finetune_fraction}")
     torch.set_num_threads(THREADS)
     result: dict = {"machine": machine(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     from pe_book.experiments.store import git_commit
@@ -409,11 +547,14 @@ def main(argv: list[str] | None = None) -> int:
         result["mfu"] = bench_mfu(rounds=args.rounds)
     if "smoke" in args.sections:
         result["smoke"] = bench_smoke()
+    if "fine-tune" in args.sections:
+        measured = bench_finetune(FinetuneBench(fraction=args.finetune_fraction, rounds=2 * args.rounds))
+        result["fine-tune"] = {"machine": result["machine"], "created": result["created"], "git_commit": result["git_commit"], **measured}
     print_report(result)
     if args.json:
         from pe_lib.io import write_json
 
-        write_json(args.json, result)
+        write_json(args.json, updated(args.json, result, args.sections) if args.update else result)
     return 0
 
 

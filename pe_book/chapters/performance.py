@@ -16,7 +16,8 @@ from pe_lib.errors import InputError
 @dataclass
 class Performance:
     """The benchmark's sections as tables (``hf``, ``variants``, ``relative``, ``mfu``,
-    ``smoke``, ``profile`` with its ``floor`` table, ``targets``) and ``cited``, by glue name."""
+    ``smoke``, ``profile`` with its ``floor`` table, ``finetune`` with its ``finetune_time``
+    table, ``targets``) and ``cited``, by glue name."""
     hf: pd.DataFrame
     variants: pd.DataFrame
     relative: pd.DataFrame
@@ -24,6 +25,8 @@ class Performance:
     smoke: dict
     profile: pd.DataFrame
     floor: pd.DataFrame
+    finetune: pd.DataFrame
+    finetune_time: pd.DataFrame
     targets: pd.DataFrame
     cited: dict
 
@@ -71,7 +74,62 @@ def compute(bench_json: str | Path = "results/bench.json") -> Performance:
         cited.update({f"floor_ms_{dtype}": row["matmul_floor_ms"], f"step_ms_{dtype}": row["step_ms"],
                       f"hf_half_ms_{dtype}": row["hf_step_ms"] / 2, f"max_speedup_{dtype}": row["max_speedup"],
                       f"matmul_share_{dtype}": 100 * row["matmul_floor_ms"] / row["step_ms"]})
-    return Performance(hf, variants, relative, mfu, smoke, profile, floor, pd.DataFrame(bench.targets(result)), cited)
+    section = result.get("fine-tune", {})
+    cited.update(finetune_cited(section))
+    return Performance(hf, variants, relative, mfu, smoke, profile, floor, finetune_table(section), finetune_time(section),
+                       pd.DataFrame(bench.targets(result)), cited)
+
+
+#: What the chapter says in place of the fine-tune section's figures when the benchmark run has none.
+NO_FINETUNE = "no fine-tune section in this benchmark run: python -m pe_book.bench --sections fine-tune --json results/bench.json --update"
+
+
+def glue_key(kind: str) -> str:
+    """A task kind as part of a glue name ("single sentence" -> "single_sentence")."""
+    return kind.replace(" ", "_")
+
+
+def finetune_table(section: dict) -> pd.DataFrame:
+    """Each task kind's fine-tuning before and after: non-padding tokens/s, the pretraining step's
+    beside it, their ratio, the padding share of the training batches and the wall time."""
+    if not section.get("rows"):
+        return pd.DataFrame({"note": [NO_FINETUNE]})
+    columns = {"kind": "task kind", "task": "task", "when": "code", "train_examples": "training examples",
+               "tokens_per_s": "fine-tuning tokens/s", "pretraining_tokens_per_s": "pretraining tokens/s",
+               "ratio": "ratio", "padding_share": "padding", "wall_s": "seconds"}
+    return pd.DataFrame(section["rows"])[list(columns)].rename(columns=columns)
+
+
+def finetune_time(section: dict) -> pd.DataFrame:
+    """Seconds of each phase of each fine-tuning (rows: task kind and code; columns: phases)."""
+    rows = section.get("rows", [])
+    if not rows:
+        return pd.DataFrame()
+    table = pd.DataFrame([r["seconds"] for r in rows], index=[f"{r['kind']} ({r['task']}), {r['when']}" for r in rows])
+    return table[[*bench.FINETUNE_PHASES, "other"]]  # the phases in the order of a fine-tuning (the JSON sorts them)
+
+
+def finetune_cited(section: dict) -> dict:
+    """Glue values of the fine-tune section: its machine and commit, and per task kind and code
+    (before, after) the ratio to pretraining's tokens/s, the padding and evaluation shares."""
+    rows = section.get("rows", [])
+    cited = {f"finetune_{name}_{glue_key(kind)}_{when}": math.nan for kind in bench.FINETUNE_TASKS for when in ("before", "after")
+             for name in ("ratio", "tokens", "padding", "evaluation")}
+    if not rows:
+        return cited | {"finetune_note": NO_FINETUNE, "finetune_worst_ratio": math.nan, "finetune_machine": "not measured",
+                        "finetune_created": "not measured", "finetune_commit": "not measured", "finetune_percent": math.nan,
+                        "finetune_rounds": "no"}
+    machine = section["machine"]
+    cited |= {"finetune_note": "", "finetune_machine": f"{machine['cpu']} ({machine['cores']} cores, {machine['torch_threads']} torch threads)",
+              "finetune_created": section["created"], "finetune_commit": section["git_commit"][:12] + ("-dirty" if section["git_commit"].endswith("-dirty") else ""),
+              "finetune_percent": 100 * section["fraction"], "finetune_rounds": section["rounds"],
+              "finetune_worst_ratio": min(r["ratio"] for r in rows if r["when"] == "after")}
+    for r in rows:
+        key = f"{glue_key(r['kind'])}_{r['when']}"
+        cited.update({f"finetune_ratio_{key}": r["ratio"], f"finetune_tokens_{key}": r["tokens_per_s"],
+                      f"finetune_padding_{key}": 100 * r["padding_share"],
+                      f"finetune_evaluation_{key}": 100 * r["seconds"]["evaluation"] / r["wall_s"]})
+    return cited
 
 
 def floor_table(profile: pd.DataFrame) -> pd.DataFrame:

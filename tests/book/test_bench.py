@@ -1,6 +1,10 @@
+import json
+
 import pytest
 
-from pe_book.bench import BenchConfig, model_flops_per_step, pe_model, step_matmuls, targets
+from pe_book.bench import (FINETUNE_PHASES, FINETUNE_TASKS, BenchConfig, finetune_phases, model_flops_per_step, pe_model,
+                           step_matmuls, targets, updated)
+from pe_lib.training.finetune import Tally
 
 
 def test_targets_take_the_worst_row_and_say_whether_it_is_met():
@@ -38,3 +42,56 @@ def test_step_matmuls_carry_the_model_flops():
     flops = sum(2 * count * m * k * n for count, m, k, n in step_matmuls(cfg))
     config = pe_model(cfg, "ape-learned").config
     assert flops == pytest.approx(model_flops_per_step(config, cfg.batch, cfg.seq), rel=0.01)  # masked count rounded
+
+
+def finetune_row(kind: str, when: str, ratio: float) -> dict:
+    seconds = {"model": 1.0, "features": 2.0 if when == "before" else 0.0, "collation": 0.5, "forward and backward": 10.0,
+               "optimiser": 2.0, "training loop": 0.5, "evaluation": 1.0, "other": 0.1}
+    return {"kind": kind, "task": FINETUNE_TASKS[kind], "when": when, "train_examples": 100, "tokens_per_s": 1000 * ratio,
+            "pretraining_tokens_per_s": 1000.0, "ratio": ratio, "padding_share": 0.4 if when == "before" else 0.1,
+            "wall_s": sum(seconds.values()), "seconds": seconds}
+
+
+def finetune_section(ratios: dict) -> dict:
+    return {"machine": {"cpu": "x", "cores": 2, "torch_threads": 2}, "created": "now", "git_commit": "0" * 40,
+            "fraction": 0.25, "rounds": 10, "rows": [finetune_row(kind, when, r) for (kind, when), r in ratios.items()]}
+
+
+def test_the_fine_tuning_target_takes_the_slowest_kind_after_the_change():
+    ratios = {("single sentence", "before"): 0.5, ("single sentence", "after"): 0.9, ("pair", "after"): 0.85,
+              ("span", "before"): 0.1, ("span", "after"): 0.7}
+    row = next(r for r in targets({"fine-tune": finetune_section(ratios)}) if r["target"].startswith("fine-tuning"))
+    assert row["measured"] == 0.7 and row["met"] is False  # "before" rows do not count
+    assert row["short by"] == pytest.approx(0.125)
+
+
+def test_phases_add_up_to_the_wall_time():
+    tally = Tally()
+    tally.seconds.update({"model": 1.0, "features": 2.0, "training": 10.0, "collation": 1.0, "forward and backward": 6.0,
+                          "optimiser": 2.0, "evaluation": 3.0})
+    phases = finetune_phases(tally, wall_s=16.5)
+    assert list(phases) == [*FINETUNE_PHASES, "other"]
+    assert phases["training loop"] == pytest.approx(1.0) and phases["other"] == pytest.approx(0.5)
+    assert sum(phases.values()) == pytest.approx(16.5)
+
+
+def test_update_replaces_only_the_sections_run(tmp_path):
+    stored = {"machine": {"cpu": "old"}, "hf": [{"speedup": 2}], "configs": [{"seq": 128}], "fine-tune": {"rows": []}}
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(stored))
+    new = {"machine": {"cpu": "new"}, "configs": [{"seq": 512}], "fine-tune": {"rows": [1]}}
+    assert updated(str(path), new, ["fine-tune"]) == {**stored, "fine-tune": {"rows": [1]}}
+    assert updated(str(path), {**new, "hf": []}, ["hf"])["configs"] == [{"seq": 512}]  # configs are the hf section's
+    assert updated(str(tmp_path / "none.json"), new, ["fine-tune"]) == new
+
+
+def test_the_chapter_cites_each_kind_before_and_after_and_says_when_unmeasured():
+    from pe_book.chapters import performance
+
+    ratios = {(kind, when): 0.5 + 0.1 * i for i, (kind, when) in enumerate((k, w) for k in FINETUNE_TASKS for w in ("before", "after"))}
+    cited = performance.finetune_cited(finetune_section(ratios))
+    assert cited["finetune_ratio_single_sentence_before"] == 0.5 and cited["finetune_ratio_span_after"] == pytest.approx(1.0)
+    assert cited["finetune_worst_ratio"] == pytest.approx(0.6) and cited["finetune_padding_pair_after"] == pytest.approx(10)
+    missing = performance.finetune_cited({})
+    assert set(cited) <= set(missing) | {"finetune_rounds"} and "--sections fine-tune" in missing["finetune_note"]
+    assert performance.finetune_time(finetune_section(ratios)).shape == (6, 8)
