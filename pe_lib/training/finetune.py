@@ -57,6 +57,11 @@ class FinetuneConfig:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         if self.doc_stride < 0 or self.max_question_len < 1:
             raise ValueError("doc_stride must be >= 0 and max_question_len >= 1")
+        if not (isinstance(self.epochs, (int, float)) and math.isfinite(self.epochs) and self.epochs > 0):
+            raise InputError(f"FinetuneConfig.epochs must be a finite number above 0, got {self.epochs!r} "
+                             "(0 or fewer would print the scores of a model fine-tuned for no step)")
+        if self.seed < 0:
+            raise InputError(f"FinetuneConfig.seed must be an integer of at least 0, got {self.seed!r}")
 
     def check_span_lengths(self) -> None:
         """Windows need room for the context beyond the stride: [CLS] question [SEP] context [SEP]."""

@@ -140,6 +140,8 @@ class PretrainConfig:
                      "accumulation_steps"):
             if getattr(self, name) < 1:
                 raise InputError(f"PretrainConfig.{name} must be >= 1, got {getattr(self, name)}")
+        if self.seed < 0:
+            raise InputError(f"PretrainConfig.seed must be an integer of at least 0, got {self.seed!r}")
         object.__setattr__(self, "snapshot_steps", tuple(sorted(set(self.snapshot_steps))))
         if self.snapshot_steps and self.schedule == "linear":
             raise InputError("snapshot_steps need an anytime schedule (constant or inverse-sqrt): under the linear "
