@@ -32,7 +32,7 @@ from pe_lib.model import PEBertConfig, PEBertForMaskedLM, quiet_transformers
 from pe_lib.positions import parse_variant
 from pe_lib.probing import ape_gram, identical_word_attention, rpe_gram
 from pe_lib.properties import chen_locality, chen_symmetry, indicators
-from pe_lib.training.finetune import finetune
+from pe_lib.training.finetune import FinetuneConfig, TaskFeatures, feature_cut, finetune, task_features
 from pe_lib.training.pretrain import (MLMData, PretrainConfig, config_identity, finished_result, finished_snapshot,
                                      launched_processes, make_blocks, pretrain, snapshot_dir, use_bf16)
 
@@ -42,9 +42,10 @@ from pe_lib.training.pretrain import (MLMData, PretrainConfig, config_identity, 
 #: History: pretrain 1 = seeds per pretraining run, a validation mask shared by all of them,
 #: the deterministic tokenizer and the learned APE's broadcast lookup (all keys new on 2026-11-30);
 #: analysis 1; extrapolation 1 (paired changes against the same tokens at 1x); finetune 1 (the
-#: SQuAD v2.0 null threshold chosen on the validation split); baselines 1 (the task baselines and
+#: SQuAD v2.0 null threshold chosen on the validation split), finetune 2 (length-grouped training
+#: batches, evaluation in order of length: issue 41); baselines 1 (the task baselines and
 #: the unigram loss of :mod:`pe_book.experiments.baselines`).
-CODE_VERSIONS = {"pretrain": 1, "analysis": 1, "extrapolation": 1, "finetune": 1, "baselines": 1}
+CODE_VERSIONS = {"pretrain": 1, "analysis": 1, "extrapolation": 1, "finetune": 2, "baselines": 1}
 #: Stages keyed by another stage's code version (the unigram loss is a baseline).
 CODE_STAGE = {"unigram": "baselines"}
 #: Where a pretraining artifact keeps its model, under ``Profile.weights_in_store``.
@@ -109,6 +110,7 @@ class Runner:
         self._corpus = None
         self._tasks: dict = {}
         self._task_keys: dict[str, str] = {}
+        self._features: dict[tuple[str, str], TaskFeatures] = {}  # by task and cut (task_features)
         self.stopped: str | None = None  # why the last run() ended before the profile's end, if it did
         self._stored_precision: str | None = None  # of the store's pretrained models (check_precision)
 
@@ -401,6 +403,17 @@ class Runner:
             self._task_keys[name] = digest.hexdigest()[:16]
         return self._task_keys[name]
 
+    def task_features(self, name: str, cfg: FinetuneConfig) -> TaskFeatures:
+        """A task's fine-tuning features (tokenised, cut and padded once), built at the first
+        fine-tuning of the task and reused by every seed and model that cuts it as ``cfg`` does:
+        they depend on the task, this runner's one tokenizer and :func:`feature_cut` alone."""
+        key = (name, json.dumps(feature_cut(cfg), sort_keys=True))
+        if key not in self._features:
+            t0 = time.perf_counter()
+            self._features[key] = task_features(self.tokenizer, self.task(name), cfg)
+            self.timings["finetune"] += time.perf_counter() - t0
+        return self._features[key]
+
     def finetune_config(self, variant: str, task: str, seed: int, pretrain_seed: int = 0, steps: int | None = None) -> dict:
         return {"stage": "finetune", "code_version": self.code_version("finetune"),
                 "pretrain": self.pretrain_key(variant, pretrain_seed, steps), "task": task, "seed": seed,
@@ -416,10 +429,11 @@ class Runner:
             return found
         self.ensure_pretrained(variant, pretrain_seed, steps)
         self.check_precision()
-        task = self.task(task_name)
+        task, cfg = self.task(task_name), replace(self.profile.finetune_for(task_name), seed=seed)
+        features = self.task_features(task_name, cfg)
         t0 = time.perf_counter()
-        result = finetune(self.weights(variant, pretrain_seed, steps), self.tokenizer, task,
-                          replace(self.profile.finetune_for(task_name), seed=seed), progress=self.progress)
+        result = finetune(self.weights(variant, pretrain_seed, steps), self.tokenizer, task, cfg, progress=self.progress,
+                          features=features)
         wall = time.perf_counter() - t0
         self.timings["finetune"] += wall
         return self.store.save(variant, stage, config, result, wall)

@@ -455,12 +455,23 @@ def test_a_task_named_in_the_profile_gets_its_own_fine_tuning_and_only_its_key_c
     cola = tuned.finetune_config("ape-learned", "cola", 1)["finetune"]
     assert cola["epochs"] == 3 and cola["seed"] == 1 and cola != plain.finetune_config("ape-learned", "cola", 1)["finetune"]
     used = {}
-    monkeypatch.setattr(runner_module, "finetune", lambda model, tok, task, cfg, progress: used.update({task.meta.name: cfg})
+    monkeypatch.setattr(runner_module, "finetune", lambda model, tok, task, cfg, progress, features: used.update({task.meta.name: cfg})
                         or {"validation": {}, "test": {}, "train_examples": 16})
     tuned.ensure_finetuned("ape-learned", "cola", 1)
     tuned.ensure_finetuned("ape-learned", "sst2", 1)
     assert used["cola"] == dataclasses.replace(profile.finetune, epochs=3, seed=1)
     assert used["sst2"] == dataclasses.replace(profile.finetune, seed=1)
+
+
+def test_a_task_s_features_are_built_once_for_every_seed_and_model(runner, monkeypatch):
+    built = count_calls(monkeypatch, "task_features")
+    given, real = [], runner_module.finetune
+    monkeypatch.setattr(runner_module, "finetune", lambda *a, features, **k: given.append(features) or real(*a, features=features, **k))
+    for variant in ("ape-learned", "rpe-sin-learned"):
+        for seed in (0, 1):
+            runner.ensure_finetuned(variant, "sst2", seed)
+    assert len(built) == 1 and len(given) == 4 and all(f is given[0] for f in given)
+    assert given[0].task == "sst2" and given[0].examples["train"] == 16
 
 
 def test_per_task_fine_tuning_names_a_task_and_config_fields():
