@@ -5,23 +5,25 @@ not learn at all. For every table of the book this module computes, with the sam
 the same training examples the models see (``profile.max_train_for(task)``) and the same validation and
 test examples they are scored on (``profile.task_max_eval``):
 
-* **the best constant predictor** of each metric (:func:`best_constant`). The constant is chosen
-  on the validation split, per metric, and its test score reported, so that choosing it does not
-  peek at the test labels. For a binary task this is what the metric rewards: "always positive"
-  for F1 (score ``2p / (1 + p)`` with ``p`` the share of positives; "always negative" scores 0),
-  the majority label for accuracy; every constant has Matthews correlation 0. For regression the
-  constant is the mean training label, whose correlations are undefined and count 0
-  (``metrics.scale_metric``). A task's constant score is the mean of these per-metric scores, each
-  metric with its own constant (for MRPC: the validation majority for accuracy, "always
-  paraphrase" for F1).
+* **the best constant predictor** (:func:`best_constant`): ONE prediction for all metrics of a
+  task (a predictor one could run), the label with the best validation task score (mean of its
+  metrics), its test score reported, so that choosing it does not peek at the test labels. For a
+  binary accuracy task that is the validation majority; every constant has Matthews correlation 0
+  (ties take the training majority). For regression the constant is the mean training label,
+  whose correlations are undefined and count 0 (``metrics.scale_metric``).
 * **a bag-of-words model** for each sentence-level task (:func:`bag_of_words`): logistic
   regression (ridge regression for a regression task) on binary word counts; for a sentence pair
   the words of each sentence and the words they share. Its regularisation is chosen on the
   validation split. It sees words but no order: a model with a position embedding that does not
   beat it has not shown that it uses positions.
-* **fixed rules** for span prediction (:data:`SPAN_RULES`): the first sentence of the context,
-  the sentence sharing the most words with the question, and the constant "no answer" (the share
-  of unanswerable questions on SQuAD v2.0, 0 on v1.1), scored by ``metrics.squad_scores``.
+* **fixed rules** for span prediction (:data:`SPAN_RULES`), scored by ``metrics.squad_scores``:
+  the constant "no answer" (the share of unanswerable questions on a v2 task, 0 on v1.1), the
+  first sentence, the sentence sharing the most words with the question, a random content word
+  of the context (the random-candidate answer), a content word of the best-matching sentence that
+  the question lacks ("absent word": the answer of a cloze question is the word it blanks) and,
+  on cloze tasks, the word whose neighbours match the blank's ("neighbour match", which reads word
+  order). Each is flagged ``order_free`` or not; on a v2 task each answers "no answer" below a
+  confidence threshold chosen on the validation split, as the models do.
 * **a unigram language model** for pretraining (:func:`unigram_validation_loss`): token
   frequencies of the training blocks with add-one smoothing, scored on exactly the masked
   validation tokens of ``pe_lib.training.pretrain.evaluate`` (same rows, same masks), so that its
@@ -35,14 +37,18 @@ score of each score column in percent, the level below which a model is at chanc
 from __future__ import annotations
 
 import math
+import random
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from pe_lib.data.builders import FUNCTION_WORDS, PLACEHOLDER
 from pe_lib.training import metrics
 from pe_lib.training.finetune import _METRICS as METRIC_FUNCTIONS
+from pe_lib.training.finetune import answers_at, best_null_threshold
 from pe_lib.training.pretrain import MLMData, PretrainConfig, mask_tokens, step_seed
 
 #: Add-one (Laplace) smoothing of the unigram model: every token that can be masked has count + 1.
@@ -53,7 +59,9 @@ LOGISTIC_C = (0.01, 0.1, 1.0, 10.0, 100.0)
 RIDGE_ALPHA = (0.1, 1.0, 10.0, 100.0, 1000.0)
 #: Row labels the chapters give the baselines (clearly apart from variant names).
 LABELS = {"constant": "baseline: best constant", "bag of words": "baseline: bag of words",
-          "first sentence": "baseline: first sentence", "question overlap": "baseline: question overlap"}
+          "first sentence": "baseline: first sentence", "question overlap": "baseline: question overlap",
+          "random candidate": "baseline: random candidate", "absent word": "baseline: absent word",
+          "neighbour match": "baseline: neighbour match"}
 SPLITS = ("validation", "test")
 
 
@@ -71,28 +79,28 @@ def score(metric_names: Sequence[str], labels: Sequence, predictions: Sequence) 
 
 
 def best_constant(meta, train_labels: Sequence, validation_labels: Sequence, test_labels: Sequence) -> dict:
-    """The best constant prediction of each metric of task ``meta`` (a ``TaskMeta``), chosen on
-    the validation split: ``{"prediction": {metric: constant}, "validation": {...}, "test": {...}}``.
+    """The best constant predictor of task ``meta`` (a ``TaskMeta``): ONE prediction for all its
+    metrics, the one with the best validation task score (:func:`task_score`), and its scores:
+    ``{"prediction": constant, "validation": {...}, "test": {...}}``.
 
     Classification: every label is a candidate, in order of training frequency (most frequent
-    first), and the first candidate with the best validation score wins (so a metric on which all
-    constants tie, like Matthews correlation, takes the training majority). Regression: the mean
-    training label."""
+    first), and the first candidate with the best validation task score wins (so where all
+    constants tie, as on Matthews correlation, it is the training majority). Regression: the mean
+    training label, whose correlations are undefined and count 0."""
     train = np.asarray(list(train_labels))
     splits = {"validation": np.asarray(list(validation_labels)), "test": np.asarray(list(test_labels))}
+
+    def scores(labels: np.ndarray, constant) -> dict[str, float]:
+        return score(meta.metrics, labels, np.full(len(labels), constant))
+
     if meta.is_regression:
-        chosen = dict.fromkeys(meta.metrics, float(train.mean()))
+        chosen = float(train.mean())
     else:
         counts = np.bincount(train.astype(int), minlength=meta.num_labels)
         candidates = sorted(range(len(counts)), key=lambda label: (-counts[label], label))
-        chosen = {}
-        for name in meta.metrics:
-            scores = [score([name], splits["validation"], np.full(len(splits["validation"]), c))[name] for c in candidates]
-            chosen[name] = candidates[int(np.argmax(scores))]
-    result = {"prediction": chosen}
-    for split, labels in splits.items():
-        result[split] = {name: score([name], labels, np.full(len(labels), chosen[name]))[name] for name in meta.metrics}
-    return result
+        validation = [task_score(scores(splits["validation"], c)) for c in candidates]
+        chosen = candidates[int(np.argmax(validation))]
+    return {"prediction": chosen, **{split: scores(labels, chosen) for split, labels in splits.items()}}
 
 
 def bow_features(splits: Mapping, columns: Sequence[str]) -> dict:
@@ -139,6 +147,10 @@ def bag_of_words(meta, splits: Mapping, columns: Sequence[str]) -> dict:
 # ----------------------------------------------------------------------------- span prediction
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+#: The seed of the random-candidate rule (each question draws from ``random.Random(f"{seed}:{id}")``).
+RULE_SEED = 0
+#: Words on each side of a cloze blank that the neighbour-match rule compares.
+NEIGHBOUR_WINDOW = 3
 
 
 def sentences(context: str) -> list[str]:
@@ -146,54 +158,155 @@ def sentences(context: str) -> list[str]:
     return [s for s in _SENTENCE_END.split(context.strip()) if s] or [context]
 
 
-def first_sentence(question: str, context: str) -> str:
-    return sentences(context)[0]
+def words(text: str) -> list[str]:
+    """The lower-cased words of a text (``Jacob’s`` -> ``jacob``, ``s``)."""
+    return re.findall(r"\w+", text.lower())
 
 
-def question_overlap(question: str, context: str) -> str:
+def content_words(text: str) -> list[str]:
+    """The words of a text that can be an answer: alphabetic, two letters or more, no function word."""
+    return [w for w in words(text) if w.isalpha() and len(w) > 1 and w not in FUNCTION_WORDS]
+
+
+def _best_sentence(question: str, context: str, split: Callable[[str], list[str]]) -> tuple[str, float]:
+    """The sentence sharing the most words (as ``split`` cuts them) with the question, the first
+    among ties, and the share of the question's words it contains."""
+    asked = set(split(question))
+    pieces = sentences(context)
+    overlaps = [len(asked & set(split(s))) for s in pieces]
+    best = int(np.argmax(overlaps))
+    return pieces[best], overlaps[best] / max(1, len(asked))
+
+
+def first_sentence(qid: str, question: str, context: str) -> tuple[str, float]:
+    return sentences(context)[0], 0.0
+
+
+def question_overlap(qid: str, question: str, context: str) -> tuple[str, float]:
     """The sentence sharing the most (normalised) words with the question, the first among ties:
     the sliding-window baseline of Rajpurkar et al. (2016), one sentence at a time."""
-    asked = set(metrics.normalize_answer(question).split())
-    pieces = sentences(context)
-    overlaps = [len(asked & set(metrics.normalize_answer(s).split())) for s in pieces]
-    return pieces[int(np.argmax(overlaps))]
+    return _best_sentence(question, context, lambda text: metrics.normalize_answer(text).split())
 
 
-def no_answer(question: str, context: str) -> str:
-    return ""
+def no_answer(qid: str, question: str, context: str) -> tuple[str, float]:
+    return "", 0.0
 
 
-#: Fixed rules for span prediction: (question, context) -> answer text. "constant" is "no answer",
-#: the only constant that can score (on unanswerable questions).
-SPAN_RULES: dict[str, Callable[[str, str], str]] = {
-    "constant": no_answer, "first sentence": first_sentence, "question overlap": question_overlap}
+def random_candidate(qid: str, question: str, context: str) -> tuple[str, float]:
+    """A content word of the context drawn at random (seeded by the question's id)."""
+    candidates = sorted(set(content_words(context)))
+    return (random.Random(f"{RULE_SEED}:{qid}").choice(candidates) if candidates else ""), 0.0
 
 
-def span_rules(splits: Mapping) -> dict[str, dict]:
+def absent_word(qid: str, question: str, context: str) -> tuple[str, float]:
+    """A content word of the best-matching sentence that the question lacks, drawn at random
+    (seeded by the question's id): the answer of a cloze question is the word it blanks, and a
+    gloss's headword is the word a definition question lacks. Confidence: the sentence's overlap."""
+    sentence, overlap = _best_sentence(question, context, content_words)
+    asked = set(words(question))
+    candidates = sorted(set(content_words(sentence)) - asked)
+    return (random.Random(f"{RULE_SEED}:{qid}").choice(candidates) if candidates else ""), overlap
+
+
+def neighbour_match(qid: str, question: str, context: str) -> tuple[str, float]:
+    """The context word whose neighbours best match the words around the question's blank
+    (``builders.PLACEHOLDER``): the number of the ``NEIGHBOUR_WINDOW`` words on each side that are
+    equal at the same distance, the first best; a rule that reads word order. "" without a blank."""
+    asked, seen = words(question), words(context)
+    if PLACEHOLDER not in asked:
+        return "", 0.0
+    blank = asked.index(PLACEHOLDER)
+
+    def matches(at: int) -> int:
+        return sum(0 <= blank + d < len(asked) and 0 <= at + d < len(seen) and asked[blank + d] == seen[at + d]
+                   for d in range(-NEIGHBOUR_WINDOW, NEIGHBOUR_WINDOW + 1) if d)
+
+    spots = [i for i, w in enumerate(seen) if w.isalpha() and len(w) > 1 and w not in FUNCTION_WORDS]
+    if not spots:
+        return "", 0.0
+    scores = [matches(i) for i in spots]
+    best = int(np.argmax(scores))
+    return seen[spots[best]], float(scores[best])
+
+
+@dataclass(frozen=True)
+class SpanRule:
+    """A fixed rule for span prediction: ``(id, question, context) -> (answer, confidence)``, and
+    whether it is order-free (its choice stays the same when the words of every sentence are
+    shuffled, sentences kept apart, as bag of words keeps the two sentences of a pair apart)."""
+
+    rule: Callable[[str, str, str], tuple[str, float]]
+    order_free: bool
+    cloze_only: bool = False
+
+
+#: Fixed rules for span prediction. "constant" is "no answer", the only constant that can score
+#: (on unanswerable questions). On a task with unanswerable questions every rule answers "no
+#: answer" below a confidence threshold chosen on the validation split, as the models do.
+SPAN_RULES: dict[str, SpanRule] = {
+    "constant": SpanRule(no_answer, order_free=True),
+    "first sentence": SpanRule(first_sentence, order_free=True),
+    "question overlap": SpanRule(question_overlap, order_free=True),
+    "random candidate": SpanRule(random_candidate, order_free=True),
+    "absent word": SpanRule(absent_word, order_free=True),
+    "neighbour match": SpanRule(neighbour_match, order_free=False, cloze_only=True),
+}
+
+
+def span_rules(splits: Mapping, with_negatives: bool = False) -> dict[str, dict]:
     """EM and F1 (``metrics.squad_scores``) of every rule of :data:`SPAN_RULES` on the validation
-    and test splits (each with ``id``, ``question``, ``context``, ``answers``)."""
+    and test splits (each with ``id``, ``question``, ``context``, ``answers``), with ``order_free``;
+    ``with_negatives``: the "no answer" threshold of each rule (``finetune.best_null_threshold``
+    on its negated confidence) is chosen on the validation split and kept for the test split.
+    A cloze-only rule is left out where no validation question has a blank."""
     results = {}
-    for name, rule in SPAN_RULES.items():
-        results[name] = {}
+    has_blank = any(PLACEHOLDER in words(q) for q in splits["validation"]["question"])
+    for name, spec in SPAN_RULES.items():
+        if spec.cloze_only and not has_blank:
+            continue
+        results[name] = {"order_free": spec.order_free}
         for split in SPLITS:
             data = splits[split]
             golds = {qid: list(a["text"]) for qid, a in zip(data["id"], data["answers"])}
-            answers = {qid: rule(q, c) for qid, q, c in zip(data["id"], data["question"], data["context"])}
-            results[name][split] = metrics.squad_scores(answers, golds)
+            candidates = {qid: (answer, -confidence) for qid, q, c in zip(data["id"], data["question"], data["context"])
+                          for answer, confidence in [spec.rule(qid, q, c)]}
+            if with_negatives and "threshold" not in results[name]:
+                results[name]["threshold"] = -best_null_threshold(candidates, golds)
+            results[name][split] = metrics.squad_scores(
+                answers_at(candidates, -results[name]["threshold"] if with_negatives else None), golds)
     return results
 
 
 def task_baselines(task) -> dict:
     """Every baseline of a ``pe_lib.data.Task`` (splits already capped as the models see them):
-    ``{"task", "kind", "train_examples", "baselines": {name: {"validation", "test", ...}}}``."""
+    ``{"task", "kind", "train_examples", "baselines": {name: {"validation", "test", "order_free", ...}}}``."""
     splits = {name: task.splits[name] for name in ("train",) + SPLITS}
     if task.meta.kind == "span":
-        baselines = span_rules(splits)
+        baselines = span_rules(splits, task.meta.version_2_with_negative)
     else:
-        baselines = {"constant": best_constant(task.meta, *(splits[s]["label"] for s in ("train",) + SPLITS)),
-                     "bag of words": bag_of_words(task.meta, splits, task.text_columns)}
+        baselines = {"constant": best_constant(task.meta, *(splits[s]["label"] for s in ("train",) + SPLITS))
+                     | {"order_free": True},
+                     "bag of words": bag_of_words(task.meta, splits, task.text_columns) | {"order_free": True}}
     return {"task": task.meta.name, "kind": task.meta.kind, "origin": task.origin,
             "train_examples": len(splits["train"]), "baselines": baselines}
+
+
+def baseline_score(payload: Mapping, name: str, split: str = "test") -> float:
+    """A stored baseline's task score in percent (mean of its metrics, ``metrics.scale_metric``)."""
+    values = payload["baselines"][name][split]
+    return float(np.mean([metrics.scale_metric(v, payload["kind"], m) for m, v in values.items()]))
+
+
+def order_free_best(payloads: Mapping[str, Mapping], task: str, split: str = "test") -> tuple[str, float]:
+    """The best order-free baseline of ``task`` on ``split``: ``(name, task score in percent)``.
+    ``payloads`` maps task names to baselines payloads (``Runner.ensure_baselines(task).payload``);
+    a baseline stored without ``order_free`` (an older payload) counts as order-free. The first
+    best wins ties (the constant before bag of words)."""
+    payload = payloads[task]
+    scores = {name: baseline_score(payload, name, split) for name, result in payload["baselines"].items()
+              if result.get("order_free", True)}
+    name = max(scores, key=scores.get)
+    return name, scores[name]
 
 
 # ----------------------------------------------------------------------------- pretraining
@@ -255,9 +368,7 @@ def best_constant_scores(runner, tasks: Sequence[str], groups: Mapping[str, Sequ
     ``tasks``). A model at or below this level is at chance on the column."""
     scores = {}
     for task in tasks:
-        payload = runner.ensure_baselines(task).payload
-        values = payload["baselines"]["constant"][split]
-        scores[task] = float(np.mean([metrics.scale_metric(v, payload["kind"], m) for m, v in values.items()]))
+        scores[task] = baseline_score(runner.ensure_baselines(task).payload, "constant", split)
     for name, members in (groups or {}).items():
         if members and all(t in scores for t in members):
             scores[name] = float(np.mean([scores[t] for t in members]))

@@ -44,8 +44,10 @@ from pe_lib.training.pretrain import (MLMData, PretrainConfig, config_identity, 
 #: analysis 1; extrapolation 1 (paired changes against the same tokens at 1x); finetune 1 (the
 #: SQuAD v2.0 null threshold chosen on the validation split), finetune 2 (length-grouped training
 #: batches, evaluation in order of length: issue 41); baselines 1 (the task baselines and
-#: the unigram loss of :mod:`pe_book.experiments.baselines`).
-CODE_VERSIONS = {"pretrain": 1, "analysis": 1, "extrapolation": 1, "finetune": 2, "baselines": 1}
+#: the unigram loss of :mod:`pe_book.experiments.baselines`), baselines 2 (one best-constant
+#: predictor per task, span rules random candidate / absent word / neighbour match, order_free flags,
+#: a validation-chosen "no answer" threshold per rule: issue 36).
+CODE_VERSIONS = {"pretrain": 1, "analysis": 1, "extrapolation": 1, "finetune": 2, "baselines": 2}
 #: Stages keyed by another stage's code version (the unigram loss is a baseline).
 CODE_STAGE = {"unigram": "baselines"}
 #: Where a pretraining artifact keeps its model, under ``Profile.weights_in_store``.

@@ -188,6 +188,10 @@ SOURCES: dict[str, Source] = {s.name: s for s in (
          _HUB_REVISIONS["rajpurkar/squad"]),
     _hub("squad_v2", "labels", "rajpurkar/squad_v2", "squad_v2", "SQuAD v2.0", "CC BY-SA 4.0",
          _HUB_REVISIONS["rajpurkar/squad_v2"]),
+    # not pinned: no commit of the repository could be looked up from the machine that added it
+    _hub("paws", "labels", "google-research-datasets/paws", "labeled_final",
+         "PAWS-Wiki labeled final (Zhang et al. 2019): paraphrase pairs whose word order decides the label",
+         "free use, acknowledging Google LLC as the source"),
 )}
 
 

@@ -29,8 +29,8 @@ from pe_lib.data import corpus as corpus_module
 from pe_lib.data.builders import BUILDERS, SPLITS, Built
 from pe_lib.data.cache import cache_root, content_key, read_json
 from pe_lib.data.cards import write_card
-from pe_lib.data.hub import hub_or_packaged, load_hub_dataset
-from pe_lib.data.sources import get_source
+from pe_lib.data.hub import check_source_choice, hub_or_packaged, load_hub_dataset
+from pe_lib.data.sources import SourceUnavailable, get_source
 from pe_lib.errors import InputError
 from pe_lib.io import manifested_dir, verified
 
@@ -64,18 +64,58 @@ class TaskSpec:
     """A task: its metadata, its hub source (by registry name) and its packaged analogue (by builder name)."""
 
     meta: TaskMeta
-    hub_source: str
+    #: None for a task constructed from packaged text that has no hub counterpart (always packaged)
+    hub_source: str | None
     packaged: str | None = None
     analogue: str = ""
     #: whether the label depends on word order by construction (a span task: where the answer is);
     #: the book reports order-sensitive and order-free tasks in separate columns
     order_sensitive: bool = False
+    #: What the data card says about the task beyond its data: ``tests`` (what it tests),
+    #: ``without positions`` (whether a model without positions can solve it, and why),
+    #: ``cheap baselines`` (the strongest cheap baselines, computed beside every table); its size
+    #: is in the card's split statistics
+    about: tuple[tuple[str, str], ...] = ()
 
 
 def _glue(name: str, kind: str, metrics: tuple[str, ...], labels: tuple[str, ...], packaged: str | None = None,
           analogue: str = "", order_sensitive: bool = False) -> TaskSpec:
     meta = TaskMeta(name, kind, 1 if kind == "regression" else len(labels), metrics, labels)
-    return TaskSpec(meta, f"glue-{name}", packaged, analogue, order_sensitive)
+    return TaskSpec(meta, f"glue-{name}", packaged, analogue, order_sensitive, ABOUT.get(name, ()))
+
+
+_CHEAP = "cheap baselines"
+#: The card text of the tasks of the position suite (issue 36)
+ABOUT: dict[str, tuple[tuple[str, str], ...]] = {
+    "sst2": (("tests", "sentence sentiment (real human labels): the order-free control of the suite"),
+             ("without positions", "largely yes: sentiment words decide most snippets, so bag of words is a strong "
+                                   "baseline; a gain over it needs more than word identities"),
+             (_CHEAP, "best constant (the validation majority); bag of words (logistic regression on word counts)")),
+    "cola": (("tests", "word-order well-formedness: a held-out sentence as written, or with two adjacent words swapped"),
+             ("without positions", "no, by construction: both labels have the same kind of words; only their order differs"),
+             (_CHEAP, "best constant (Matthews correlation 0); bag of words (near 0: it sees no order)")),
+    "paws": (("tests", "paraphrase by word order across two sentences (PAWS): a King James verse and its World "
+                       "English Bible rendering, or that rendering with two names or nouns swapped (who does what to whom)"),
+             ("without positions", "no, by construction: a pair has the same words, as a multiset, whichever its label, "
+                                   "so any order-free model is at 50% in expectation"),
+             (_CHEAP, "best constant (the validation majority, about 50%); bag of words (the words of each sentence "
+                      "and the words they share: at chance by construction)")),
+    "cloze": (("tests", "extractive QA by alignment: find in a World English Bible passage the name or noun that a "
+                        "King James verse blanks; the translations word the verse differently, so the answer is where "
+                        "the words around the blank reappear"),
+              ("without positions", "in part: the answer is a word of the passage that the question lacks (the order-free "
+                                    "'absent word' rule finds the verse and guesses among its other such words); choosing "
+                                    "the right one needs the words next to the blank, i.e. word order"),
+              (_CHEAP, "random candidate (a content word of the passage); absent word (order-free: a content word of "
+                       "the best-matching sentence that the question lacks); neighbour match (reads order: the word "
+                       "whose neighbours equal the blank's at the same distances, the strongest cheap rule)")),
+    "cloze_v2": (("tests", "the cloze task where half of the questions are a verse of the same chapter outside the "
+                           "passage: the model must also learn when not to answer"),
+                 ("without positions", "in part: an unanswerable question shares few words with the passage, which an "
+                                       "order-free rule sees; answering the others is the cloze task"),
+                 (_CHEAP, "best constant (always 'no answer', about half); absent word and neighbour match, each with a "
+                          "'no answer' threshold on its confidence chosen on the validation split")),
+}
 
 
 TASKS: dict[str, TaskSpec] = {
@@ -93,10 +133,22 @@ TASKS: dict[str, TaskSpec] = {
                       "WordNet 'which word has this gloss' spans", order_sensitive=True),
     "squad_v2": TaskSpec(TaskMeta("squad_v2", "span", 0, ("exact_match", "f1"), version_2_with_negative=True),
                          "squad_v2", "spans-v2", "WordNet gloss spans with unanswerable questions", order_sensitive=True),
+    "paws": TaskSpec(TaskMeta("paws", "classification", 2, ("accuracy",), ("not_paraphrase", "paraphrase")), "paws",
+                     "order-pairs", "GLUE's role, paraphrase by word order (PAWS-style): a KJV verse vs its WEB rendering "
+                     "or that rendering with two names or nouns swapped; same words either way, so bag of words is "
+                     "at chance by construction", order_sensitive=True, about=ABOUT["paws"]),
+    "cloze": TaskSpec(TaskMeta("cloze", "span", 0, ("exact_match", "f1")), None, "cloze",
+                      "SQuAD's role, extractive QA by cloze: a KJV verse with a name or noun blanked, answered "
+                      "from a WEB passage holding its rendering", order_sensitive=True, about=ABOUT["cloze"]),
+    "cloze_v2": TaskSpec(TaskMeta("cloze_v2", "span", 0, ("exact_match", "f1"), version_2_with_negative=True), None,
+                         "cloze-v2", "SQuAD 2.0's role: the cloze task with half of the questions from a verse "
+                         "outside the passage (no answer)", order_sensitive=True, about=ABOUT["cloze_v2"]),
 }
 
-_GLUE_TEXT = {"cola": ("sentence", None), "sst2": ("sentence", None), "mrpc": ("sentence1", "sentence2"),
-              "stsb": ("sentence1", "sentence2"), "qnli": ("question", "sentence"), "rte": ("sentence1", "sentence2")}
+#: The text columns of each sentence-level task's hub dataset (GLUE configs and PAWS)
+_HUB_TEXT = {"cola": ("sentence", None), "sst2": ("sentence", None), "mrpc": ("sentence1", "sentence2"),
+             "stsb": ("sentence1", "sentence2"), "qnli": ("question", "sentence"), "rte": ("sentence1", "sentence2"),
+             "paws": ("sentence1", "sentence2")}
 SQUAD_FEATURES = datasets.Features({
     "id": datasets.Value("string"), "title": datasets.Value("string"), "context": datasets.Value("string"),
     "question": datasets.Value("string"),
@@ -145,9 +197,8 @@ def get_task(name: str) -> TaskSpec:
 # ---------------------------------------------------------------- hub path
 
 def convert_glue(raw: datasets.DatasetDict, spec: TaskSpec, seed: int = TASK_SEED) -> datasets.DatasetDict:
-    """Hub GLUE splits -> canonical columns; validation carved from train, test = hub validation."""
-    config = str(get_source(spec.hub_source).hub_config)
-    first, second = _GLUE_TEXT[config]
+    """Hub GLUE (or PAWS) splits -> canonical columns; validation carved from train, test = hub validation."""
+    first, second = _HUB_TEXT[spec.meta.name]
     features = features_for(spec.meta, paired=second is not None)
 
     def canonical(ds: datasets.Dataset) -> datasets.Dataset:
@@ -262,7 +313,8 @@ def split_stats(meta: TaskMeta, splits: datasets.DatasetDict) -> dict[str, Any]:
 def packaged_card(spec: TaskSpec, built: Built, splits: datasets.DatasetDict, seed: int) -> dict[str, Any]:
     """The data card of a packaged analogue: what it stands in for, its sources, notes and split stats."""
     return {
-        "task": spec.meta.name, "origin": f"packaged:{spec.packaged}", "stands_in_for": get_source(spec.hub_source).requirement,
+        "task": spec.meta.name, "origin": f"packaged:{spec.packaged}",
+        "stands_in_for": get_source(spec.hub_source).requirement if spec.hub_source else "nothing on the hub: constructed here",
         "analogue": spec.analogue, "kind": spec.meta.kind, "metrics": list(spec.meta.metrics), "seed": seed,
         "notes": built.notes,
         "sources": {n: {"fetched_as": get_source(n).requirement, "licence": get_source(n).licence}
@@ -287,6 +339,12 @@ def load_task(name: str, source: str = "auto", cache_dir: str | os.PathLike[str]
     ``None`` keeps all of it. The card describes the splits returned.
     """
     spec = get_task(name)
+    if spec.hub_source is None:
+        if source == "hub":
+            raise SourceUnavailable(f"task {name!r} has no hub source: it is constructed from packaged text; "
+                                    "use source='packaged' or 'auto'")
+        check_source_choice(source)
+        return _finish(spec, *_packaged(spec, cache_dir, seed), max_train)
     hub_src = get_source(spec.hub_source)
 
     def from_hub() -> tuple[datasets.DatasetDict, dict[str, Any]]:
@@ -297,12 +355,22 @@ def load_task(name: str, source: str = "auto", cache_dir: str | os.PathLike[str]
             "notes": "validation = a seeded part of the hub train split; test = the hub validation split"}
 
     def from_packages() -> tuple[datasets.DatasetDict, dict[str, Any]]:
-        folder = prepare_task(name, cache_dir, seed)
-        return _read_packaged(spec, folder), read_json(folder / "card.json")
+        return _packaged(spec, cache_dir, seed)
 
     (splits, card), _ = hub_or_packaged(f"task {name!r}", hub_src, from_hub,
                                              from_packages if spec.packaged else None, source)
-    _check_nonempty(name, {s: len(splits[s]) for s in SPLITS})
+    return _finish(spec, splits, card, max_train)
+
+
+def _packaged(spec: TaskSpec, cache_dir: str | os.PathLike[str] | None, seed: int) -> tuple[datasets.DatasetDict, dict[str, Any]]:
+    """The packaged analogue's splits and card (prepared once)."""
+    folder = prepare_task(spec.meta.name, cache_dir, seed)
+    return _read_packaged(spec, folder), read_json(folder / "card.json")
+
+
+def _finish(spec: TaskSpec, splits: datasets.DatasetDict, card: dict[str, Any], max_train: int | None) -> Task:
+    _check_nonempty(spec.meta.name, {s: len(splits[s]) for s in SPLITS})
     splits = _cap_train(splits, max_train)
-    card = card | {"max_train": max_train, "splits": split_stats(spec.meta, splits)}
+    card = card | ({"about": dict(spec.about)} if spec.about else {}) | {"max_train": max_train,
+                                                                          "splits": split_stats(spec.meta, splits)}
     return Task(spec.meta, splits, card["origin"], card)

@@ -103,6 +103,8 @@ def fake_wordnet(rng: random.Random, per_file: int = 240) -> dict[str, bytes]:
                 gloss = sentence(rng).rstrip(".").lower()
                 lines.append(f"{lex * 100000 + i:08d} {lex:02d} n 02 {word} 0 {word}_alias 0 000 | {gloss}; "
                              f'"the {word} was here"')
+        if pos == "noun":  # the fake Bibles' nouns, so that their verses have nouns to swap and to blank
+            lines += [f"{700000 + i:08d} 06 n 01 {word} 0 000 | a {word} of the fake Bibles" for i, word in enumerate(_NOUN)]
         files[f"usr/share/wordnet/data.{pos}"] = ("\n".join(lines) + "\n").encode()
     return files
 

@@ -26,24 +26,29 @@ def labels(n: int, positives: int) -> list[int]:
     return [1] * positives + [0] * (n - positives)
 
 
-def test_constant_is_chosen_on_validation_per_metric():
+def test_constant_is_one_predictor_chosen_by_the_validation_task_score():
     # training majority 0; validation 60% positive; test 30% positive
     result = baselines.best_constant(MRPC, labels(100, 30), labels(50, 30), labels(200, 60))
-    assert result["prediction"] == {"accuracy": 1, "f1": 1}, "always positive: best F1 and, here, best accuracy"
+    assert result["prediction"] == 1, "always positive: best F1 and, here, best accuracy"
     p = 0.3
     assert result["test"]["f1"] == pytest.approx(2 * p / (1 + p))  # precision p, recall 1
     assert result["test"]["accuracy"] == pytest.approx(p), "the validation choice is kept even where test disagrees"
 
+    # validation 40% positive: "always 0" scores (0.6 + 0) / 2, "always 1" (0.4 + 0.571) / 2 -> one constant, 1;
+    # the old per-metric choice (accuracy 0, F1 1) was no predictor anyone could run
     skewed = baselines.best_constant(MRPC, labels(100, 30), labels(50, 20), labels(200, 60))
-    assert skewed["prediction"] == {"accuracy": 0, "f1": 1}, "F1: always paraphrase; accuracy: the majority"
-    assert skewed["test"] == {"accuracy": pytest.approx(0.7), "f1": pytest.approx(2 * p / (1 + p))}
+    assert skewed["prediction"] == 1
+    assert skewed["test"] == {"accuracy": pytest.approx(p), "f1": pytest.approx(2 * p / (1 + p))}
+    mostly_negative = baselines.best_constant(MRPC, labels(100, 30), labels(50, 5), labels(200, 60))
+    assert mostly_negative["prediction"] == 0  # (0.9 + 0) / 2 beats (0.1 + 0.18) / 2
+    assert mostly_negative["test"] == {"accuracy": pytest.approx(0.7), "f1": 0.0}
 
 
 def test_constant_ties_take_the_training_majority_and_regression_the_mean():
     cola = baselines.best_constant(COLA, labels(10, 7), labels(10, 3), labels(10, 5))
-    assert cola["prediction"] == {"matthews_correlation": 1} and cola["test"] == {"matthews_correlation": 0.0}
+    assert cola["prediction"] == 1 and cola["test"] == {"matthews_correlation": 0.0}
     stsb = baselines.best_constant(STSB, [0.0, 1.0, 2.0], [0.5, 1.5], [0.1, 0.9])
-    assert stsb["prediction"] == {"pearson": 1.0, "spearmanr": 1.0}
+    assert stsb["prediction"] == 1.0
     assert math.isnan(stsb["test"]["pearson"]) and baselines.task_score(stsb["test"]) == 0.0
 
 
@@ -113,12 +118,60 @@ def test_span_rules_score_with_the_squad_metric():
     split = {"id": ["q1", "q2"], "question": ["Which word means: the other thing?", "Which word means: a fourth?"],
              "context": [context, context], "answers": [{"text": ["beta"]}, {"text": []}]}
     assert baselines.sentences(context) == ["alpha: the first thing.", "beta: the other thing.", "gamma: a third one."]
-    assert baselines.question_overlap(split["question"][0], context) == "beta: the other thing."
+    assert baselines.question_overlap("q1", split["question"][0], context)[0] == "beta: the other thing."
     result = baselines.span_rules({"validation": split, "test": split})
     assert result["constant"]["test"] == {"exact_match": 50.0, "f1": 50.0}, "no answer: right on the unanswerable one"
     overlap_f1 = 100 * metrics.token_f1("beta: the other thing.", "beta") / 2
     assert result["question overlap"]["test"]["f1"] == pytest.approx(overlap_f1)
     assert result["first sentence"]["test"] == {"exact_match": 0.0, "f1": 0.0}
+    assert "neighbour match" not in result, "a cloze-only rule is left out where no question has a blank"
+    assert all(r["order_free"] for r in result.values())
+
+
+CLOZE_CONTEXT = "Then Moses went up the mountain with Aaron. And Aaron spoke to the people of Israel."
+
+
+def test_random_candidate_draws_a_content_word_of_the_context_seeded_by_the_id():
+    answers = {baselines.random_candidate(f"q{i}", "Who went up the _?", CLOZE_CONTEXT)[0] for i in range(60)}
+    assert answers == {"moses", "went", "mountain", "aaron", "spoke", "people", "israel"}  # never "the", "of", "up"
+    assert baselines.random_candidate("q1", "x", CLOZE_CONTEXT) == baselines.random_candidate("q1", "y", CLOZE_CONTEXT)
+    assert baselines.random_candidate("q1", "x", "of the and") == ("", 0.0)
+
+
+def test_absent_word_answers_a_word_of_the_best_sentence_that_the_question_lacks():
+    question = "Then Moses went up the _ with Aaron."
+    answer, overlap = baselines.absent_word("q1", question, CLOZE_CONTEXT)
+    assert answer == "mountain"  # the only content word of the first sentence not in the question
+    assert overlap == pytest.approx(3 / 3)  # moses, went, aaron: all the question's content words
+    assert baselines.absent_word("q2", "Unrelated words entirely _", CLOZE_CONTEXT)[1] == 0.0
+
+
+def test_neighbour_match_reads_the_words_around_the_blank():
+    # "Aaron" occurs twice; the words around the blank, at the same distances, pick the second
+    answer, matches = baselines.neighbour_match("q1", "And _ spoke unto the people.", CLOZE_CONTEXT)
+    assert answer == "aaron" and matches == 3.0  # "and" at -1, "spoke" at +1, "the" at +3 ("unto" is not "to")
+    assert baselines.neighbour_match("q1", "No blank here.", CLOZE_CONTEXT) == ("", 0.0)
+    shuffled = "Aaron spoke to the people of Israel and. Then Moses went up the mountain with Aaron."
+    assert baselines.neighbour_match("q1", "And _ spoke unto the people.", shuffled)[1] < matches
+
+
+def test_span_rules_choose_a_no_answer_threshold_on_validation():
+    context = "Moses went up the mountain. Aaron stayed in the camp."
+    validation = {"id": ["a", "b"], "question": ["Moses went up the _.", "Pharaoh hardened his _."],
+                  "context": [context, context], "answers": [{"text": ["mountain"]}, {"text": []}]}
+    result = baselines.span_rules({"validation": validation, "test": validation}, with_negatives=True)
+    assert result["absent word"]["test"] == {"exact_match": 100.0, "f1": 100.0}  # no overlap -> "no answer"
+    assert result["neighbour match"]["test"] == {"exact_match": 100.0, "f1": 100.0}
+    assert result["neighbour match"]["order_free"] is False and result["absent word"]["order_free"] is True
+    assert result["random candidate"]["test"]["exact_match"] <= 50.0  # no confidence: answers all or none
+
+
+def test_order_free_best_skips_rules_that_read_order():
+    payload = {"kind": "span", "baselines": {
+        "constant": {"test": {"exact_match": 50.0, "f1": 50.0}, "order_free": True},
+        "absent word": {"test": {"exact_match": 60.0, "f1": 62.0}, "order_free": True},
+        "neighbour match": {"test": {"exact_match": 80.0, "f1": 80.0}, "order_free": False}}}
+    assert baselines.order_free_best({"cloze": payload}, "cloze") == ("absent word", 61.0)
 
 
 # ----------------------------------------------------------------------------- null threshold
@@ -166,7 +219,7 @@ class UnigramLM(torch.nn.Module):
         self.register_buffer("log_probs", torch.as_tensor(log_probs, dtype=torch.float64))
         self.seen = []
 
-    def forward(self, input_ids, labels):
+    def forward(self, input_ids, labels, masked_only=False):  # the loss is over the masked tokens either way
         targets = labels[labels != -100]
         self.seen.append(targets.numpy())
         return SimpleNamespace(loss=-self.log_probs[targets].mean())
