@@ -321,7 +321,10 @@ def train(model, encoded: Encoded, cfg: FinetuneConfig, bf16: bool, desc: str, p
           tally: Tally) -> None:
     steps_per_epoch = math.ceil(len(encoded) / cfg.batch_size)
     total = max(1, round(cfg.epochs * steps_per_epoch))
-    optimizer = torch.optim.AdamW(param_groups(model, cfg.weight_decay), lr=cfg.lr, eps=1e-6)
+    # fused: one kernel for every parameter's update (a quarter of the time of the per-tensor loop
+    # on the cpu model, where it was about a fifth of a sentence fine-tuning); code version 2
+    optimizer = torch.optim.AdamW(param_groups(model, cfg.weight_decay), lr=cfg.lr, eps=1e-6,
+                                  fused=model.device.type in ("cpu", "cuda"))
     scheduler = get_linear_schedule_with_warmup(optimizer, round(cfg.warmup_ratio * total), total)
     model.train()
     step = 0

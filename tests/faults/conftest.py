@@ -26,5 +26,5 @@ def runner(tmp_path, monkeypatch):
         pretrain=PretrainConfig(steps=2, batch_size=4, log_every=1, eval_every=2, eval_batches=1, checkpoint_every=2,
                                 precision="fp32"),
         seq_len=16, corpus_tokens=None)
-    return lambda: Runner(profile, tmp_path / "results", tmp_path / "work", progress=False,
-                          tokenizer=BertTokenizer(vocab=str(vocab)))
+    return lambda **fields: Runner(dataclasses.replace(profile, **fields), tmp_path / "results", tmp_path / "work",
+                                   progress=False, tokenizer=BertTokenizer(vocab=str(vocab)))

@@ -81,11 +81,13 @@ def test_damaged_token_blocks_are_reported_and_rebuilt(runner, tmp_path):
         runner().mlm_data()
 
 
-def test_trained_model_never_reads_damaged_weights(runner):
-    first = runner()
-    first.ensure_pretrained("ape-learned")
+@pytest.mark.parametrize("in_store", [False, True], ids=["work folder", "store"])
+def test_trained_model_never_reads_damaged_weights(runner, in_store):
+    first = runner(weights_in_store=in_store)
+    pretrained = first.ensure_pretrained("ape-learned")
     expected = {k: v.clone() for k, v in first.trained_model("ape-learned").state_dict().items()}  # the file is mapped
-    flip_sign_bit(first.run_dir("ape-learned") / "model" / "model.safetensors")
+    home = pretrained.folder if in_store else first.run_dir("ape-learned")  # where the weights are read from
+    flip_sign_bit(home / "model" / "model.safetensors")
     with pytest.warns(UserWarning, match=r"model\.safetensors fails its sha256 check"):
-        model = runner().trained_model("ape-learned")
+        model = runner(weights_in_store=in_store).trained_model("ape-learned")
     assert all(torch.equal(expected[k], v) for k, v in model.state_dict().items())
