@@ -5,7 +5,7 @@ OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
 # The published book's profile (pe_book.book.DEFAULT_PROFILE), built from the committed results.
 PROFILE ?= cpu
 
-.PHONY: setup test book check-book check-keys verify-results chromium bench clean check-repository colab
+.PHONY: setup test book check-book check-keys check-results verify-results chromium bench clean check-repository colab
 
 setup: $(STAMP)
 
@@ -49,6 +49,11 @@ check-keys: $(STAMP)
 		tail -1 .cache/dry-run-$$p.txt | grep -q ' 0 to compute' || { cat .cache/dry-run-$$p.txt; echo "$$p: committed results incomplete"; exit 1; }; \
 	done
 	$(if $(filter cpu,$(COMPLETE)),PE_LIB_CACHE=$(FRESH_CACHE) $(OFFLINE) $(PY) -m pe_book.cli publish readme --check --profile cpu)
+
+# The integrity of results/: every artifact against its manifest, every committed file against its
+# blob at HEAD (seconds; .ci/run and the workflow run it).
+check-results: $(STAMP)
+	$(PY) -m pe_book.cli check-results --committed-only
 
 # Recomputes one variant of a profile from scratch and compares every number with the committed one.
 # SEEDS=N: only the variant's first N pretraining seeds (one model of the cpu profile: about 45 minutes).
