@@ -140,3 +140,11 @@ def test_cloze_task_has_no_hub_source(prepared_cache: Path) -> None:
     message = str(caught.value)
     assert "\n" not in message and "'packaged'" in message and "'auto'" in message
     assert load_task("cloze", source="packaged", cache_dir=prepared_cache).origin.startswith("packaged")
+
+
+@pytest.mark.parametrize("name", ["paws", "cloze", "cloze_v2", "cola", "sst2"])
+def test_cards_of_the_position_suite_say_what_the_task_tests(prepared_cache: Path, name: str) -> None:
+    card = load_task(name, source="packaged", cache_dir=prepared_cache).card
+    assert set(card["about"]) == {"tests", "without positions", "cheap baselines"}
+    assert all(len(text) > 40 for text in card["about"].values())
+    assert card["splits"]["train"]["examples"] > 0  # its size
