@@ -51,7 +51,9 @@ def run(args) -> int:
         runner = Runner(profile, cache_dir=args.cache, progress=not args.no_progress, tokenizer=tok, data=data)
     out = Path(args.out) if args.out else runner.run_dir(args.variant, args.seed)
     cfg = dataclasses.replace(profile.pretrain, seed=args.seed)
-    result = pretrain(runner.model_config(args.variant), runner.mlm_data(), cfg, out, progress=not args.no_progress)
+    # the tokenizer beside each saved model, so that pipeline("fill-mask", model=folder) loads the folder
+    result = pretrain(runner.model_config(args.variant), runner.mlm_data(), cfg, out, progress=not args.no_progress,
+                      tokenizer=runner.tokenizer)
     if PartialState().is_main_process:  # one report, not one per process
         print(json.dumps({"out": str(out), **result}, indent=2))
     return 0

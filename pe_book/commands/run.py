@@ -13,6 +13,9 @@ def configure(parser) -> None:
     add_profile(parser)
     parser.add_argument("--variants", nargs="+", metavar="V", help="only these variants (default: the profile's)")
     parser.add_argument("--tasks", nargs="+", metavar="T", help="only these tasks (default: the profile's)")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD.PATH=VALUE", dest="overrides",
+                        help="override a profile field, e.g. pretrain.steps=2, model.hidden_size=64, tasks=cola,sst2 "
+                             "(repeatable); an overridden value is part of the keys of the artifacts it enters")
     parser.add_argument("--pretrain-seeds", type=positive_int, metavar="N",
                         help="at most the first N pretraining seeds of each variant (default: the profile's); "
                              "their artifacts keep their keys")
@@ -35,14 +38,16 @@ def configure(parser) -> None:
 def run(args) -> int:
     from pe_book.experiments import costs
     from pe_book.experiments.profiles import get_profile
+    from pe_book.experiments.overrides import with_overrides
     from pe_book.experiments.runner import Runner
 
-    profile = get_profile(args.profile)
+    profile = with_overrides(get_profile(args.profile), args.overrides)
+    unavailable = check_tasks_available(profile, args.tasks)
     runner = Runner(profile.with_first_pretrain_seeds(args.pretrain_seeds, args.variants) if args.pretrain_seeds else profile,
                     args.results, args.work, args.cache, progress=not args.no_progress)
     if args.dry_run:
         return dry_run(runner, args.variants, args.tasks, args.check, args.estimate_from,
-                       whole=runner.with_profile(profile) if args.pretrain_seeds else None)
+                       whole=runner.with_profile(profile) if args.pretrain_seeds else None, unavailable=unavailable)
     if args.check or args.estimate_from:
         raise InputError(f"{'--check' if args.check else '--estimate-from'} goes with --dry-run")
     stop = costs.stop_when_out_of_time(runner, args.stop_after) if args.stop_after else None
@@ -53,11 +58,34 @@ def run(args) -> int:
     return 0
 
 
-def dry_run(runner, variants, tasks, check: bool, estimate_from: str | None = None, whole=None) -> int:
+def check_tasks_available(profile, tasks: list[str] | None) -> list[str]:
+    """Refuse, in one line, to run a task that cannot be loaded here: one with no packaged offline
+    analogue while the hub is off (``HF_DATASETS_OFFLINE``/``HF_HUB_OFFLINE``, or the profile's
+    ``data_source`` packaged). Returns the profile's tasks that cannot be loaded (outside ``tasks``)."""
+    from pe_lib.data.cache import is_offline
+    from pe_lib.data.tasks import get_task
+
+    if not (profile.data_source == "packaged" or (profile.data_source == "auto" and is_offline())):
+        return []
+    without = [t for t in profile.tasks if get_task(t).packaged is None]
+    asked = [get_task(t).meta.name for t in tasks] if tasks else list(profile.tasks)
+    refused = [t for t in asked if get_task(t).packaged is None]
+    if refused:
+        runnable = [t for t in profile.tasks if t not in without]
+        raise InputError(f"profile {profile.name}: {', '.join(refused)} ha{'s' if len(refused) == 1 else 've'} no packaged "
+                         "offline analogue and the hub is off (HF_DATASETS_OFFLINE/HF_HUB_OFFLINE or data_source "
+                         f"packaged); go online, or run the others: --tasks {' '.join(runnable)}")
+    return without
+
+
+def dry_run(runner, variants, tasks, check: bool, estimate_from: str | None = None, whole=None,
+            unavailable: list[str] = ()) -> int:
     """Per variant, each stage kind's count stored / to compute; the orphans (what no artifact of the
     whole profile names, whichever variants, tasks and seeds this run is restricted to; ``whole``: a
-    runner of that profile when ``runner``'s has fewer pretraining seeds); with
-    ``estimate_from`` the hours of what is to compute; last, ``N stored, M to compute``."""
+    runner of that profile when ``runner``'s has fewer pretraining seeds; the profile's tasks that
+    cannot be loaded here, ``unavailable``, are left out of that plan, and their artifacts out of
+    the orphans); with ``estimate_from`` the hours of what is to compute; last, ``N stored, M to
+    compute``."""
     from pe_book.experiments import costs
 
     planned = runner.plan(variants, tasks)
@@ -71,7 +99,12 @@ def dry_run(runner, variants, tasks, check: bool, estimate_from: str | None = No
                  for kind in kinds]
         print(f"  {variant:34s} " + "; ".join(parts))
     restricted = whole is not None or variants or tasks
-    orphans = runner.orphans((whole or runner).plan() if restricted else planned)
+    everything = whole or runner
+    loadable = [t for t in everything.profile.tasks if t not in unavailable]
+    orphans = [folder for folder in runner.orphans(everything.plan(tasks=loadable) if restricted else planned)
+               if not any(f"-{task}-" in folder.name for task in unavailable)]
+    if unavailable:
+        print(f"  not checked for orphans (no offline analogue): {', '.join(unavailable)}")
     for folder in orphans:
         print(f"  orphan (no key of this code names it): {folder}")
     if estimate_from:
