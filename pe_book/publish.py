@@ -75,19 +75,30 @@ def book_config(root: Path = ROOT) -> dict:
 
 
 def colab_cell(repository: str, commit: str) -> str:
-    """The first cell of a Colab notebook: the repository at ``commit``, installed, as working folder."""
+    """The first cell of a Colab notebook: the repository at ``commit``, installed, as working
+    folder, with the hub off. Safe to run again: the clone's absolute path is kept in the
+    environment (a second run neither clones into the clone nor installs again). The hub is off
+    because the published results were computed from the packaged data: online, the chapters
+    would read the hub's data, whose keys differ, and compute instead of reading the results."""
     return f'''# Colab: the repository at the commit this book was built from: the package and its committed results.
 import os
 import subprocess
 import sys
 
+# The published results were computed from pe-lib's packaged data, offline; reading them needs the same
+# data, so the hub stays off in this notebook (set both to "0" to compute with the hub's data: every key differs).
+os.environ["HF_HUB_OFFLINE"] = os.environ["HF_DATASETS_OFFLINE"] = "1"
 REPOSITORY, COMMIT = "{repository}", "{commit}"
-if not os.path.isdir("{CLONE}"):
-    subprocess.run(["git", "clone", "--quiet", REPOSITORY, "{CLONE}"], check=True)
-    subprocess.run(["git", "-C", "{CLONE}", "checkout", "--quiet", COMMIT], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "./{CLONE}"], check=True)
-os.chdir("{CLONE}")
-sys.path.insert(0, os.getcwd())  # pe_lib and pe_book from the clone, so that they find the clone's results'''
+CLONE = os.environ.setdefault("PE_BOOK_CLONE", os.path.abspath("{CLONE}"))  # the same folder when run again
+if not os.path.isdir(os.path.join(CLONE, ".git")):
+    subprocess.run(["git", "clone", "--quiet", REPOSITORY, CLONE], check=True)
+    subprocess.run(["git", "-C", CLONE, "checkout", "--quiet", COMMIT], check=True)
+if not os.path.exists(os.path.join(CLONE, ".colab-installed")):
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", CLONE], check=True)
+    open(os.path.join(CLONE, ".colab-installed"), "w").close()
+os.chdir(CLONE)
+if CLONE not in sys.path:
+    sys.path.insert(0, CLONE)  # pe_lib and pe_book from the clone, so that they find the clone's results'''
 
 
 def colab_notebook(source: Path, repository: str, commit: str, parameters: dict[str, Any]):

@@ -1,5 +1,6 @@
 """Publishing: one repository URL, the workflow, and the Colab notebooks run as Colab would."""
 import json
+import os
 import re
 import subprocess
 import sys
@@ -94,7 +95,8 @@ def test_a_colab_notebook_runs_in_a_fresh_environment_from_a_clone(tmp_path):
     """As Colab would: a fresh virtual environment that has the scientific stack (Colab's
     preinstalled packages; here this environment's, without pe_lib), the notebook alone in a
     folder, and a local clone standing in for the repository URL. The first cell clones, checks
-    out and installs; the chapter (09, which reads committed results) then runs unchanged."""
+    out and installs; the chapter (09, which reads committed results) then runs unchanged. Online, as
+    on Colab (no HF_*_OFFLINE in its environment: the first cell turns the hub off itself)."""
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
     origin = tmp_path / "origin"
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(origin)], check=True)
@@ -113,7 +115,8 @@ def test_a_colab_notebook_runs_in_a_fresh_environment_from_a_clone(tmp_path):
                                 book.BOOK_PROFILES["smoke"].get("09_performance", {}))
     nbformat.write(nb, colab / "09_performance.ipynb")
     result = subprocess.run([str(python), "-m", "papermill", "09_performance.ipynb", "out.ipynb", "-k", "python3",
-                             "--no-progress-bar"], cwd=colab, capture_output=True, text=True)
+                             "--no-progress-bar"], cwd=colab, capture_output=True, text=True,
+                            env={k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")})
     assert result.returncode == 0, result.stderr[-3000:]
     executed = nbformat.read(colab / "out.ipynb", as_version=4)
     outputs = json.dumps([c.get("outputs", []) for c in executed.cells])
