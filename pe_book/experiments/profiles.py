@@ -230,9 +230,12 @@ TREND = Profile(
 PAPER_PRETRAINING_SEEDS = {v: 2 for v in PAPER_VARIANTS} | THREE_PRETRAINING_SEEDS
 
 #: The next published reproduction (issue 36): the cpu profile's models and recipe, a task suite whose
-#: tasks test position (sst2 the order-free control; cola, paws, cloze and cloze_v2 depend on word
-#: order by construction), more pretraining seeds, and the pretrained models kept in the store. It runs
+#: tasks test position, more pretraining seeds, and the pretrained models kept in the store. It runs
 #: under this name beside the published ``cpu`` results and takes that name when it is complete.
+#: Tasks, from the task screen (studies/task_screen): sst2 the order-free control; cola, cloze and
+#: cloze_v2 depend on word order by construction. paws is left out: every cpu-budget model stayed at
+#: chance on it (3 or 8 epochs). The cloze tasks are learned with 5 epochs over all their examples
+#: (about 15,000), not with 2; cola keeps the cpu profile's 10 epochs.
 CPU_NEXT = Profile(
     name="cpu-next",
     description="the next published reproduction on a 2-core CPU: the cpu models on a task suite that tests position",
@@ -241,11 +244,12 @@ CPU_NEXT = Profile(
     finetune=CPU.finetune,
     seq_len=CPU.seq_len,
     corpus_tokens=None,
-    tasks=("sst2", "cola", "paws", "cloze", "cloze_v2"),
+    tasks=("sst2", "cola", "cloze", "cloze_v2"),
     seeds=(0, 1, 2),
     pretrain_seeds_by_variant=PAPER_PRETRAINING_SEEDS,
     task_max_train=CPU.task_max_train,
-    finetune_by_task={"cola": {"epochs": 10}},
+    task_max_train_by_task={"cloze": None, "cloze_v2": None},
+    finetune_by_task={"cola": {"epochs": 10}, "cloze": {"epochs": 5}, "cloze_v2": {"epochs": 5}},
     task_max_eval=400,
     probe=CPU.probe,
     weights_in_store=True,
