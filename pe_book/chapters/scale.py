@@ -484,7 +484,8 @@ def largest_affordable(table: pd.DataFrame, hours: float = CPU_HOURS) -> str:
         return f"none of the budgets fits {hours:g} hours"
     row = fits.iloc[-1]
     hours, unknown = float(row["total (h)"]), int(row["without a measured rate"])
-    cost = f"{hours:.1f} hours" if hours >= 0.05 else "nothing with a measured rate left to compute"
+    cost = (f"{hours:.1f} hours" if hours >= 0.05 else "under 0.1 hours" if hours > 0
+            else "nothing with a measured rate left to compute")
     if unknown:
         cost += f", plus {unknown:,} artifact{'' if unknown == 1 else 's'} whose cost has no measured rate"
     return f"{int(row['tokens']):,} tokens ({int(row['steps']):,} steps): {cost}"

@@ -260,8 +260,11 @@ GPU = Profile(
     description="BERT-base-sized, for accelerators (hub data when online; not run on the CPU machines)",
     model=dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
                max_position_embeddings=512, rpe_max_distance=128),
+    # 256 x 512 tokens a step are about 100-120 GiB of fp32 activations on one device: 4 micro-batches
+    # (the same gradient) and bf16 autocast on CUDA ("auto") fit one 80 GB accelerator; add
+    # `--set pretrain.activation_checkpointing=true` for smaller ones
     pretrain=PretrainConfig(steps=100_000, batch_size=256, lr=1e-4, warmup_steps=10_000, log_every=100,
-                            eval_every=5000, eval_batches=20, checkpoint_every=2000),
+                            eval_every=5000, eval_batches=20, checkpoint_every=2000, accumulation_steps=4),
     finetune=FinetuneConfig(epochs=3, batch_size=32, lr=3e-5, max_seq_len=384, doc_stride=128, max_answer_len=30),
     seq_len=512,
     corpus_tokens=None,

@@ -16,6 +16,7 @@ from pe_book import stats
 from pe_book.chapters import (classification, cls_untying, dot_products, findings, length_extrapolation, performance,
                               probing, properties, real_models, scale, sinusoid, span_prediction)
 from pe_book.chapters import pretraining as pretraining_chapter
+from pe_book.experiments import baselines
 from pe_book.experiments.profiles import GPU
 from pe_lib.errors import InputError
 from pe_lib.sinusoid import integer_monotonic_range
@@ -115,7 +116,8 @@ def test_classification_scores_beside_both_baselines(store):
 def test_span_prediction_scores_beside_the_rules(store):
     result = span_prediction.compute(store, seeds=[0])
     assert list(result.per_seed.columns) == ["squad EM", "squad F1", "average"]
-    assert list(result.baseline_summary.index) == span_prediction.RULES
+    # every fixed rule of a squad-style task (neighbour match reads a cloze blank: cloze tasks only)
+    assert set(result.baseline_summary.index) == set(span_prediction.RULES) - {baselines.LABELS["neighbour match"]}
     assert result.cited["n_seeds"] == 1 and result.cited["rpe_above_ape"].endswith("of 2")
 
 
@@ -265,7 +267,7 @@ def test_scale_prices_the_cpu_profile_at_each_budget(store):
     row = study.cpu_costs.iloc[0]
     assert list(study.cpu_costs["steps"]) == [4] and row["held by the study"] > 0
     assert row["to compute"] > 0 and row["total (h)"] > 0 and row["without a measured rate"] == 0
-    assert re.fullmatch(r"256 tokens \(4 steps\): \d+\.\d hours", study.cited["cpu_affordable"])  # hours: as fast as this machine
+    assert re.fullmatch(r"256 tokens \(4 steps\): (\d+\.\d|under 0\.1) hours", study.cited["cpu_affordable"])  # as fast as this machine
     assert scale.largest_affordable(study.cpu_costs, hours=0.0) == "none of the budgets fits 0 hours"
     assert re.fullmatch(r"\d+\.\d hours for the \d+ of \d+ artifacts stored; the other \d+ are estimated at \d+\.\d hours "
                         r"\(at the rates its own artifacts measured, the study's where it has none yet\): \d+\.\d hours "
