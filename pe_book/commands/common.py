@@ -42,15 +42,8 @@ def at_least(low: int):
     return integer
 
 
-def non_negative_int(text: str) -> int:
-    """An argparse type: an integer of at least 0 (a seed, a layer index)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer of at least 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
-    return value
+#: An argparse type: an integer of at least 0 (a seed, a layer index).
+non_negative_int = at_least(0)
 
 
 def positive_float(text: str) -> float:
