@@ -44,6 +44,14 @@ def markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def control_text(row) -> str:
+    """``", 12.3 above none (low 4.5)"``: the best variant's gap to the control variant of a
+    testability row, when the row has one and a gap was measured."""
+    if not isinstance(row["control"], str) or row["control"] == row["best variant"] or row["gap"] != row["gap"]:
+        return ""
+    return f", {row['gap']:+.1f} over {row['control']} (low {row['gap low']:+.1f})"
+
+
 def verdict_cell(verdict: str, not_testable_on: str) -> str:
     """A verdict, with the columns it does not rest on when it rests on others."""
     if not not_testable_on or verdict.startswith(stats.NOT_TESTABLE):
@@ -60,7 +68,8 @@ def headline_block(runner, figure: str) -> str:
     profile = runner.profile.name
     learned = [f"{column} ({row['tasks']}): " + ("learned: " if row["testable"] else "not testable: ")
                + f"{row['best variant']} {row['mean']:.1f} (low {row['low']:.1f}) against {row['baseline']} "
-               f"{row['baseline score']:.1f}" for column, row in result.testable.iterrows() if column in result.groups]
+               f"{row['baseline score']:.1f}" + control_text(row)
+               for column, row in result.testable.iterrows() if column in result.groups]
     return "\n".join([
         START,
         f"**Scale of the `{profile}` run, at which every verdict below holds:** {result.cited['scale_text']}.",
@@ -73,7 +82,8 @@ def headline_block(runner, figure: str) -> str:
         markdown(table),
         "",
         "Which columns the models learned (best variant, chosen on the validation split, against the best "
-        "order-free baseline of each task):",
+        "order-free baseline of each task and, where the tasks need word order, its gap to `none`, the "
+        "variant that cannot see order):",
         "",
         *(f"- {line}" for line in learned),
         "",

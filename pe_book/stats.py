@@ -103,7 +103,9 @@ in its observed sign from its own count on.
 something only on a column that the models have learned beyond what needs no word order. A
 column is *testable* (:func:`learned`) when the best variant, chosen on the validation split,
 beats the column's best **order-free** baseline (best constant, bag of words, a random candidate
-answer, the question-overlap sentence) beyond its ``1 - alpha`` interval on the tested split.
+answer, the absent-word rule) beyond its ``1 - alpha`` interval on the tested split, and, on a
+column whose tasks need word order, the ``none`` variant (a model that cannot see order, fine-tuned
+like the others: on a span task it can beat every cheap rule) beyond the interval of their difference.
 Comparisons on other columns keep their effects but enter no decision: they leave the family
 (Holm's ``K`` counts only testable comparisons) and a claim with none testable is "not testable at
 this scale: no model beats <baseline> on <column>", never "contradicted". Verdicts that are given
@@ -390,23 +392,39 @@ def _interval(col: ColumnStats, variant: str, level_alpha: float) -> tuple[float
 
 
 def learned(per_seed: pd.DataFrame, column: str, baseline: tuple[str, float], selection: pd.DataFrame | None = None,
-            alpha: float = ALPHA) -> dict:
+            alpha: float = ALPHA, control: str | None = None) -> dict:
     """Have the models learned ``column`` beyond ``baseline`` (its best order-free baseline: name
     and score)? The best variant is chosen on ``selection`` (per-seed scores of the validation
     split; without it, on ``per_seed`` itself, which favours the models); the column is
     *testable* when the lower end of that variant's two-sided ``1 - alpha`` interval on
     ``per_seed`` lies above the baseline's score (where the variance is unknown: when its mean
-    does). Otherwise the reason reads "no model beats <baseline> on <column>"."""
+    does). Otherwise the reason reads "no model beats <baseline> on <column>".
+
+    ``control``: a variant that cannot read word order (``none``), itself an order-free bar of an
+    order-sensitive column: the best variant must also beat it beyond the ``1 - alpha`` interval
+    of their difference (``gap``, ``gap low``); when the control is the best variant, no model beats it."""
     name, score = baseline
     variants = list(dict.fromkeys(per_seed[column].dropna().index.get_level_values("variant")))
     best = (best_on(selection, column, variants) if selection is not None else None) or best_on(per_seed, column, variants)
+    control = control if control in variants else None
     row = {"column": column, "best variant": best, "mean": math.nan, "low": math.nan, "baseline": name,
-           "baseline score": float(score), "testable": False, "reason": f"no model beats {name} on {column}"}
+           "baseline score": float(score), "control": control, "gap": math.nan, "gap low": math.nan,
+           "testable": False, "reason": f"no model beats {name} on {column}"}
     if best is None:
         return {**row, "reason": f"no model has a score on {column}"}
-    mean, half = _interval(column_stats(per_seed, column, alpha), best, alpha)
+    col = column_stats(per_seed, column, alpha)
+    mean, half = _interval(col, best, alpha)
     beats = mean > score if math.isnan(half) else mean - half > score
-    return {**row, "mean": mean, "low": mean - half, "testable": bool(beats), "reason": "" if beats else row["reason"]}
+    row = {**row, "mean": mean, "low": mean - half, "testable": bool(beats), "reason": "" if beats else row["reason"]}
+    if control is None or not beats:
+        return row
+    if best == control:
+        return {**row, "testable": False, "reason": f"no model beats {control} (no word order) on {column}"}
+    test = difference_tests(col.components, [col.index(best)], [col.index(control)])
+    gap, gap_half = float(test["difference"][0]), float(interval_halfwidth(test["se"][0], test["df"][0], alpha))
+    ahead = gap > 0 if math.isnan(gap_half) else gap - gap_half > 0
+    return {**row, "gap": gap, "gap low": gap - gap_half, "testable": bool(ahead),
+            "reason": "" if ahead else f"no model beats {control} (no word order) on {column} beyond its interval"}
 
 
 def variance_table(per_seed: pd.DataFrame, columns: Sequence[str], alpha: float = ALPHA) -> pd.DataFrame:

@@ -15,7 +15,9 @@ tasks (classification, span prediction) is computed per run (one pretraining see
 fine-tuning seed), over the tasks of the group, then summarised like a task. Per-seed tables are
 indexed ``(variant, pretrain_seed, seed)``. A variant's mean is the mean of its pretrained
 models' means; the spread is the sample standard deviation of single runs (``ddof=1``); with one
-run it is undefined (NaN).
+run it is undefined (NaN). A run that gave no score (a NaN where the design has one,
+:func:`expected_runs`) is left out of the means and named: its cells read ``"(n of N runs)"`` and
+:func:`unscored_text` lists it.
 """
 from __future__ import annotations
 
@@ -159,8 +161,7 @@ def per_seed_scores(records: pd.DataFrame, groups: Mapping[str, Sequence[str]] |
     if metrics:
         keep = [m in metrics.get(t, [m]) for t, m in zip(records["task"], records["metric"])]
         chosen = records[keep]
-    table = chosen.pivot_table(index=list(LEVELS), columns="task", values="value", aggfunc="mean")
-    table.columns.name = None
+    table = _per_run(chosen, "task")
     for name, tasks in (groups or {}).items():
         present = [t for t in tasks if t in table.columns]
         if len(present) == len(tasks) and present:
@@ -175,20 +176,54 @@ def per_seed_by_metric(records: pd.DataFrame, short: Mapping[str, str] | None = 
     by ``short``), per ``(variant, pretrain_seed, seed)``, in the order of ``records``."""
     short = short or {}
     labelled = records.assign(column=[f"{t} {short.get(m, m)}" for t, m in zip(records["task"], records["metric"])])
-    table = labelled.pivot_table(index=list(LEVELS), columns="column", values="value", aggfunc="mean")
+    return _per_run(labelled, "column")[list(dict.fromkeys(labelled["column"]))]
+
+
+def _per_run(records: pd.DataFrame, column: str) -> pd.DataFrame:
+    """Mean ``value`` per run (rows ``LEVELS``) and ``column``: a run whose every score is NaN
+    keeps its row (a failed run is named by :func:`summarise`, never dropped)."""
+    table = records.groupby([*LEVELS, column])["value"].mean().unstack(column)
     table.columns.name = None
-    return table[list(dict.fromkeys(labelled["column"]))]
+    return table
+
+
+def expected_runs(per_seed: pd.DataFrame) -> pd.DataFrame:
+    """Per run and column: was a score expected there? A run of a variant is expected in a column
+    when some variant has a score for its ``(pretrain_seed, seed)`` there (a fine-tuning seed that
+    the design runs on that task); a NaN in an expected cell is a run without a score."""
+    seeds = per_seed.index.droplevel("variant")
+    scored = per_seed.notna().groupby(seeds).any()  # (pretrain_seed, seed) x column
+    return pd.DataFrame(scored.reindex(seeds).to_numpy(), index=per_seed.index, columns=per_seed.columns)
+
+
+def unscored(per_seed: pd.DataFrame) -> list[str]:
+    """The runs expected in a column (:func:`expected_runs`) whose score there is NaN, in words:
+    ``"rope sst2 (pretraining seed 0, fine-tuning seed 2)"``."""
+    missing = expected_runs(per_seed) & per_seed.isna()
+    return [f"{v} {c} (pretraining seed {p}, fine-tuning seed {s})"
+            for (v, p, s), row in missing.iterrows() for c in per_seed.columns if row[c]]
+
+
+def unscored_text(per_seed: pd.DataFrame, most: int = 5) -> str:
+    """A sentence naming the runs without a score (NaN) whose means leave them out, or ``""``."""
+    names = unscored(per_seed)
+    if not names:
+        return ""
+    listed = "; ".join(names[:most]) + (f"; and {len(names) - most} more" if len(names) > most else "")
+    return (f"{len(names)} run{'s' if len(names) > 1 else ''} gave no score (NaN) and {'are' if len(names) > 1 else 'is'} "
+            f"left out of the means, marked (n of N runs): {listed}")
 
 
 def summarise(per_seed: pd.DataFrame) -> pd.DataFrame:
     """Per variant and column: the mean (of the pretrained models' means, each pretraining seed
     weighing the same: the variant mean that :mod:`~pe_book.stats` tests), the standard
     deviation of single runs over all pretraining and fine-tuning seeds (``ddof=1``; NaN with one
-    run) and the number of runs: columns ``(column, "mean" | "std" | "n")``."""
+    run), the number of runs with a score and of runs expected (:func:`expected_runs`): columns
+    ``(column, "mean" | "std" | "n" | "runs")``."""
     grouped = per_seed.groupby(level="variant", sort=False)
     model_means = per_seed.groupby(level=["variant", "pretrain_seed"], sort=False).mean()
     parts = {"mean": model_means.groupby(level="variant", sort=False).mean(), "std": grouped.std(ddof=1),
-             "n": grouped.count()}
+             "n": grouped.count(), "runs": expected_runs(per_seed).groupby(level="variant", sort=False).sum()}
     table = pd.concat(parts, axis=1).swaplevel(0, 1, axis=1)
     return table[[(c, s) for c in per_seed.columns for s in parts]]
 
@@ -215,8 +250,8 @@ def best_text(best: Sequence[str], total: int, most: int = 3) -> str:
 
 def format_summary(summary: pd.DataFrame, digits: int = 1, mark: str = "▲",
                    exclude: Sequence[str] = ()) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Strings ``"mean ± std"`` (``"mean"`` when the spread is undefined, ``"—"`` when missing) per
-    variant and column, the best mean of each column (rows in ``exclude`` aside) suffixed by
+    """Strings ``"mean ± std"`` (``"mean"`` when the spread is undefined, ``"—"`` when missing;
+    suffixed ``"(n of N runs)"`` when runs gave no score) per variant and column, the best mean of each column (rows in ``exclude`` aside) suffixed by
     ``mark`` (nothing is marked in a column where every variant ties); and a boolean frame
     marking those best cells."""
     columns = list(dict.fromkeys(c for c, _ in summary.columns))
@@ -234,6 +269,9 @@ def format_summary(summary: pd.DataFrame, digits: int = 1, mark: str = "▲",
                 cell = f"{mean:.{digits}f}"
             else:
                 cell = f"{mean:.{digits}f} ± {std:.{digits}f}"
+            n, runs = summary.loc[variant, (column, "n")], summary.get((column, "runs"), {}).get(variant, 0)
+            if n < runs:
+                cell += f" ({n:.0f} of {runs:.0f} runs)"
             if variant in marked:
                 cell += f" {mark}"
                 flags.loc[variant, column] = True

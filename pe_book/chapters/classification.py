@@ -36,7 +36,7 @@ def compute(runner, variants: Sequence[str] = (), tasks: Sequence[str] = (), see
         read.names, read.tasks, read.origin, per_seed, tables.summarise(per_seed),
         tables.summarise(tables.per_seed_scores(baseline_records, {"average": read.tasks})), {},
         records=pd.concat([records, baseline_records]))
-    result.cited = {**read.cited(), "n_variants": len(read.names), **_findings(result)}
+    result.cited = {**read.cited(per_seed), "n_variants": len(read.names), **_findings(result)}
     return result
 
 

@@ -49,8 +49,8 @@ def compute(runner, variants: Sequence[str] = (), reference: str = "ape-learned"
     all_tasks = list(tasks or runner.profile.tasks)
     groups = {group: specs for group, span in (("classification", False), ("span", True))
               if (specs := common.chapter_tasks([], all_tasks, span=span))}
-    seed_list = list(seeds or runner.profile.seeds)
-    per_seed = pd.concat([_group_scores(runner, compared, group, specs, seed_list, split)
+    profile = runner.profile.with_seeds(seeds)
+    per_seed = pd.concat([_group_scores(runner, compared, group, specs, seeds, split)
                           for group, specs in groups.items()], axis=1)
     baselines = best_constant_scores(runner, [t for specs in groups.values() for t in specs],
                                      {group: list(specs) for group, specs in groups.items()}, split)
@@ -58,15 +58,15 @@ def compute(runner, variants: Sequence[str] = (), reference: str = "ape-learned"
     result = ClsUntying(reference, pairs, compared, all_tasks, per_seed, tables.summarise(per_seed).reindex(compared),
                         pd.concat(gaps, names=["average"]), _thetas(runner, pairs), {})
     result.cited = {
-        "reference": reference, "n_seeds": len(seed_list),
-        "seed_design": common.seed_design(runner.profile.with_overrides(seeds=tuple(seed_list)), compared),
+        "reference": reference, "n_seeds": common.finetuning_seeds(profile, all_tasks),
+        "seed_design": common.seed_design(profile, compared, all_tasks),
         "pairs_text": "; ".join(f"{u} against {t}" for u, t in pairs.items()), **_gap_text(gaps),
         "theta2_mean": float(result.thetas[THETA].mean()),
         "theta2_range": f"{result.thetas[THETA].min():+.3f} to {result.thetas[THETA].max():+.3f}"}
     return result
 
 
-def _group_scores(runner, names: list[str], group: str, specs: dict, seeds: list[int], split: str) -> pd.DataFrame:
+def _group_scores(runner, names: list[str], group: str, specs: dict, seeds: Sequence[int], split: str) -> pd.DataFrame:
     """Per-seed task scores of one group of tasks and their average, named ``group``."""
     finetuned = common.finetuned_payloads(runner, names, specs, seeds)
     records = tables.score_records(finetuned, {t: s.meta.kind for t, s in specs.items()}, split)

@@ -92,17 +92,25 @@ def chapter_tasks(requested: Sequence[str], default: Sequence[str], span: bool) 
     return specs
 
 
-def finetuned_payloads(runner, names: Sequence[str], tasks: Iterable[str], seeds: Sequence[int]) -> dict:
+def finetuned_payloads(runner, names: Sequence[str], tasks: Iterable[str], seeds: Sequence[int] = ()) -> dict:
     """Every fine-tuning payload keyed ``(variant, task, pretrain_seed, seed)``: each of the
-    profile's pretraining seeds of the variant, each fine-tuning seed of ``seeds``."""
+    profile's pretraining seeds of the variant, each fine-tuning seed of ``seeds`` (default: the
+    profile's seeds of each task)."""
     tasks = list(tasks)
     return {(v, t, p, s): runner.ensure_finetuned(v, t, s, pretrain_seed=p).payload
-            for v in names for p in runner.profile.pretrain_seeds_for(v) for t in tasks for s in seeds}
+            for v in names for p in runner.profile.pretrain_seeds_for(v) for t in tasks
+            for s in (seeds or runner.profile.seeds_for(t))}
 
 
-def seed_design(profile, names: Sequence[str]) -> str:
+def finetuning_seeds(profile, tasks: Iterable[str]) -> int:
+    """The most fine-tuning seeds any of ``tasks`` has in ``profile`` (its seeds when there are none)."""
+    return max((len(profile.seeds_for(t)) for t in tasks), default=len(profile.seeds))
+
+
+def seed_design(profile, names: Sequence[str], tasks: Sequence[str] = ()) -> str:
     """The seeds of a profile in words: how many pretraining seeds each of ``names`` has (the most
-    common count as "the other N"), and the fine-tuning seeds run on each pretrained model."""
+    common count as "the other N"), and the fine-tuning seeds run on each pretrained model (per
+    group of ``tasks`` where their counts differ)."""
     by_count: dict[int, list[str]] = {}
     for name in names:
         by_count.setdefault(len(profile.pretrain_seeds_for(name)), []).append(name)
@@ -112,7 +120,14 @@ def seed_design(profile, names: Sequence[str]) -> str:
     rest = (f"{common} for the other {plural(len(by_count[common]), 'variant')}" if parts
             else f"{common} for every variant")
     pre = "; ".join(parts + [rest]) if parts else f"{plural(common, 'pretraining seed')} for every variant"
-    return f"{pre}; {plural(len(profile.seeds), 'fine-tuning seed')} on each pretrained model"
+    by_task: dict[int, list[str]] = {}
+    for task in tasks:
+        by_task.setdefault(len(profile.seeds_for(task)), []).append(task)
+    if len(by_task) < 2:
+        n = next(iter(by_task), len(profile.seeds))
+        return f"{pre}; {plural(n, 'fine-tuning seed')} on each pretrained model"
+    fine = " and ".join(f"{plural(n, 'fine-tuning seed')} on {', '.join(ts)}" for n, ts in sorted(by_task.items(), reverse=True))
+    return f"{pre}; {fine}, on each pretrained model"
 
 
 SPLITS = ("test", "validation")
@@ -198,12 +213,14 @@ class Finetuned:
     def tasks(self) -> list[str]:
         return list(self.kinds)
 
-    def cited(self) -> dict:
-        """What every fine-tuning chapter's prose says about its runs and data."""
+    def cited(self, per_seed: pd.DataFrame) -> dict:
+        """What every fine-tuning chapter's prose says about its runs and data (``per_seed``: the
+        chapter's scores, whose runs without a score the spread note names)."""
+        missing = tables.unscored_text(per_seed)
         return {"n_seeds": len(self.seeds), "split": self.split,
                 "packaged_tasks": ", ".join(self.packaged) if self.packaged else "none",
                 "hub_tasks": ", ".join(t for t in self.kinds if t not in self.packaged) or "none",
-                "spread_note": spread_note(len(self.seeds))}
+                "spread_note": spread_note(len(self.seeds)) + (f"; {missing}" if missing else "")}
 
 
 def read_finetuned(runner, variants: Sequence[str], tasks: Sequence[str], seeds: Sequence[int], split: str,
@@ -214,8 +231,8 @@ def read_finetuned(runner, variants: Sequence[str], tasks: Sequence[str], seeds:
     check_split(split)
     names = resolve_variants(variants, runner.profile.variants)
     specs = chapter_tasks(tasks, runner.profile.tasks, span=span)
-    seed_list = list(seeds or runner.profile.seeds)
-    finetuned = finetuned_payloads(runner, names, specs, seed_list)
+    seed_list = list(seeds) or sorted({s for t in specs for s in runner.profile.seeds_for(t)})
+    finetuned = finetuned_payloads(runner, names, specs, seeds)
     origin = tables.origin_table(finetuned, {t: s.analogue for t, s in specs.items()}, {t: s.meta.metrics for t, s in specs.items()},
                           {t: len(runner.task(t).splits[split]) for t in specs})
     packaged = [t for t in specs if origin.loc[t, "origin"].startswith("packaged")]

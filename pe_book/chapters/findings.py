@@ -3,7 +3,7 @@ sound rule of :mod:`pe_book.stats`, and the claims about indicators by rank corr
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -21,6 +21,8 @@ VERDICT_LABELS = ("supported", "contradicted", "not decidable", "not testable", 
 #: near 5% has a standard error of 0.35 points; under a second on the cpu run), and the planted effects (points).
 SIMULATED_RUNS = 4000
 PLANTED = (2.0, 5.0)
+#: The variant that cannot see word order: an order-free bar of every order-sensitive column.
+NO_ORDER = "none"
 
 
 @dataclass
@@ -80,15 +82,16 @@ def compute(runner, variants: Sequence[str] = (), seeds: Sequence[int] = (), spl
     kinds = {t: s.meta.kind for t, s in specs.items()}
     span_tasks = [t for t, kind in kinds.items() if kind == "span"]
     groups = tables.score_groups(specs)
-    seed_list = list(seeds or runner.profile.seeds)
-    finetuned = common.finetuned_payloads(runner, names, specs, seed_list)
+    profile = runner.profile.with_seeds(seeds)
+    finetuned = common.finetuned_payloads(runner, names, specs, seeds)
     per_seed = tables.per_seed_scores(tables.score_records(finetuned, kinds, split), groups)
     validation = tables.per_seed_scores(tables.score_records(finetuned, kinds, "validation"), groups)
     floor = tables.per_seed_scores(tables.score_records(baseline_payloads(runner, list(specs)), kinds, split), groups)
     floor = floor.droplevel(["pretrain_seed", "seed"])  # one deterministic run per baseline
     floor = floor.reindex([label for label in LABELS.values() if label in floor.index])
     flags = {t: runner.ensure_baselines(t).payload["baselines"] for t in specs}
-    testable = testability(per_seed, validation, order_free_best(floor, flags), groups, alpha)
+    testable = testability(per_seed, validation, order_free_best(floor, flags), groups, alpha,
+                           [t for t, s in specs.items() if s.order_sensitive])
     untestable = {column: row["reason"] for column, row in testable.iterrows() if not row["testable"]}
     scores = tables.summarise(per_seed[list(groups)]).xs("mean", axis=1, level=1)
     analyses = {name: runner.ensure_analysis(name).payload for name in names}
@@ -110,9 +113,9 @@ def compute(runner, variants: Sequence[str] = (), seeds: Sequence[int] = (), spl
         {})
     all_verdicts = list(result.verdicts["verdict"]) + list(result.indicator_verdicts["verdict"])
     result.cited = {
-        "n_seeds": len(seed_list), "n_variants": len(names), "split": split, "alpha": alpha,
-        "seed_design": common.seed_design(runner.profile.with_overrides(seeds=tuple(seed_list)), names),
-        "scale_text": scale_text(runner, names, finetuned, seed_list),
+        "n_seeds": common.finetuning_seeds(profile, specs), "n_variants": len(names), "split": split, "alpha": alpha,
+        "seed_design": common.seed_design(profile, names, list(specs)),
+        "scale_text": scale_text(runner, names, finetuned, profile),
         "groups_text": "; ".join(f"{group}: {', '.join(tasks)}" for group, tasks in groups.items()),
         "span_tasks": ", ".join(span_tasks) or "none",
         **{f"n_{label.replace(' ', '_')}": sum(v.startswith(label) for v in all_verdicts) for label in VERDICT_LABELS},
@@ -144,15 +147,23 @@ def order_free_best(floor: pd.DataFrame, stored: Mapping[str, Mapping[str, Mappi
 
 
 def testability(per_seed: pd.DataFrame, selection: pd.DataFrame, order_free: Mapping[str, tuple[str, float]],
-                groups: Mapping[str, Sequence[str]], alpha: float) -> pd.DataFrame:
+                groups: Mapping[str, Sequence[str]], alpha: float, order_sensitive: Collection[str] = (),
+                control: str = NO_ORDER) -> pd.DataFrame:
     """Which columns the models learned (:func:`pe_book.stats.learned`), one row per task (against
     its best order-free baseline, ``order_free``: task -> (name, score)) and per group (against
-    the mean of its tasks' best order-free scores). A group is testable only when each of its
-    tasks is: an average must not hide a task no model learned."""
+    the mean of its tasks' best order-free scores). On the ``order_sensitive`` tasks, and the
+    groups of such tasks alone, the best variant must also beat the ``control`` variant (which
+    cannot see word order). A group is testable only when each of its tasks is: an average must
+    not hide a task no model learned."""
     rows = {}
+
+    def control_of(tasks: Sequence[str]) -> str | None:
+        return control if tasks and all(t in order_sensitive for t in tasks) else None
+
     for task in dict.fromkeys([*order_free, *(t for tasks in groups.values() for t in tasks)]):
         if task in per_seed.columns:
-            row = stats.learned(per_seed, task, order_free.get(task, ("no baseline", math.nan)), selection, alpha)
+            row = stats.learned(per_seed, task, order_free.get(task, ("no baseline", math.nan)), selection, alpha,
+                                control_of([task]))
             reason = row["reason"] if task in order_free else f"no order-free baseline scores {task}"
             rows[task] = {**row, "reason": "" if row["testable"] else reason, "tasks": task}
     for group, tasks in groups.items():
@@ -162,13 +173,14 @@ def testability(per_seed: pd.DataFrame, selection: pd.DataFrame, order_free: Map
         scored = [t for t in tasks if t in order_free] or tasks[:0]
         names = " / ".join(dict.fromkeys(order_free[t][0] for t in scored)) or "no baseline"
         score = sum(order_free[t][1] for t in scored) / len(scored) if scored else math.nan
-        row = stats.learned(per_seed, group, (names, score), selection, alpha)
+        row = stats.learned(per_seed, group, (names, score), selection, alpha, control_of(tasks))
         failed = [rows[t]["reason"] for t in tasks if t in rows and not rows[t]["testable"]]
         failed += [f"no order-free baseline scores {t}" for t in missing if t not in rows]
         if failed:
             row = {**row, "testable": False, "reason": "; ".join(failed)}
         rows[group] = {**row, "tasks": ", ".join(tasks)}
-    columns = ["tasks", "best variant", "mean", "low", "baseline", "baseline score", "testable", "reason"]
+    columns = ["tasks", "best variant", "mean", "low", "baseline", "baseline score", "control", "gap", "gap low",
+               "testable", "reason"]
     return pd.DataFrame.from_dict(rows, orient="index", columns=columns).rename_axis("column")
 
 
@@ -180,11 +192,11 @@ def testable_text(table: pd.DataFrame) -> str:
             + (f"; no verdict rests on {'; '.join(not_learned)}" if not_learned else ""))
 
 
-def scale_text(runner, names: Sequence[str], finetuned: Mapping, seeds: Sequence[int]) -> str:
+def scale_text(runner, names: Sequence[str], finetuned: Mapping, profile) -> str:
     """The scale a verdict holds at, from the pretraining artifacts (their recorded configuration)
     and the fine-tuning ones: the models' size (layers, width, parameters), the tokens each was
     pretrained on (steps x batch size x sequence length), the tasks and where their data came
-    from, and the seeds."""
+    from, and the seeds (of ``profile``: the runner's with the chapter's fine-tuning seeds)."""
     configs = [runner.ensure_pretrained(n).provenance["config"] for n in names]
     shapes = " or ".join(dict.fromkeys(f"{c['model']['num_hidden_layers']}-layer, {c['model']['hidden_size']}-wide"
                                        for c in configs))
@@ -196,7 +208,7 @@ def scale_text(runner, names: Sequence[str], finetuned: Mapping, seeds: Sequence
     packaged = all(o.startswith("packaged") for kinds in found.values() for o in kinds)
     tasks = f"{len(found)} tasks ({', '.join(found)}{'; offline analogues' if packaged else ''})"
     return (f"{shapes} models of {size} parameters, pretrained on {seen} tokens each; {tasks}; "
-            f"{common.seed_design(runner.profile.with_overrides(seeds=tuple(seeds)), names)}")
+            f"{common.seed_design(profile, names, list(found))}")
 
 
 def operating_text(table: pd.DataFrame, alpha: float) -> str:

@@ -38,7 +38,7 @@ def compute(runner, variants: Sequence[str] = (), tasks: Sequence[str] = (), see
     baseline_records = tables.score_records(read.baseline_payloads, read.kinds, split)
     result = SpanPrediction(read.names, read.tasks, read.origin, per_seed, tables.summarise(per_seed),
                             tables.summarise(_per_seed(baseline_records, read.tasks)), {})
-    result.cited = {**read.cited(), **_findings(result, read.finetuned)}
+    result.cited = {**read.cited(per_seed), **_findings(result, read.finetuned)}
     return result
 
 

@@ -508,7 +508,7 @@ class Runner:
             if self.snapshot(steps) is None:
                 self.ensure_extrapolation(variant, p)
             for task in tasks:
-                for seed in self.profile.seeds:
+                for seed in self.profile.seeds_for(task):
                     self.ensure_finetuned(variant, task, seed, p, steps)
         self.timings["total"] = time.perf_counter() - t0
         return dict(self.timings)
@@ -534,7 +534,7 @@ class Runner:
         if at is None:
             stages.append((stage_name("extrapolation", p), self.extrapolation_config(variant, p)))
         stages += [(stage_name("finetune", p, task, f"seed{seed}", snapshot=at), self.finetune_config(variant, task, seed, p, steps))
-                   for task in tasks for seed in self.profile.seeds]
+                   for task in tasks for seed in self.profile.seeds_for(task)]
         return [self.planned_pretraining(variant, p, steps)] + [self._planned(variant, stage, config) for stage, config in stages]
 
     def planned_pretraining(self, variant: str, pretrain_seed: int, steps: int) -> PlannedArtifact:

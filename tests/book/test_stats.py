@@ -273,6 +273,23 @@ def test_a_column_is_testable_only_beyond_its_order_free_baseline():
     assert not stats.learned(unknown, "classification", ("constant", 70.0))["testable"]
 
 
+def test_an_order_sensitive_column_is_testable_only_beyond_the_variant_that_cannot_see_order():
+    near = {"a": [[60.0, 61.0], [62.0, 61.5], [59.0, 60.0]], "none": [[59.5, 60.5], [61.0, 60.0], [58.5, 59.5]]}
+    frame = _frame({**near, "b": [[40.0, 41.0], [40.5, 40.0]]}, column="span")
+    assert stats.learned(frame, "span", ("absent word", 38.0))["testable"]  # the rule alone: learned
+    gate = stats.learned(frame, "span", ("absent word", 38.0), control="none")
+    assert not gate["testable"] and gate["best variant"] == "a" and gate["gap low"] < 0 < gate["gap"]
+    assert gate["reason"] == "no model beats none (no word order) on span beyond its interval"
+    ahead = _frame({**near, "a": [[70.0, 71.0], [72.0, 71.5], [69.0, 70.0]]}, column="span")
+    row = stats.learned(ahead, "span", ("absent word", 38.0), control="none")
+    assert row["testable"] and row["gap low"] > 0 and row["control"] == "none"
+    best = stats.learned(_frame({"none": [[70.0, 71.0]], "a": [[60.0, 61.0]]}, column="span"), "span",
+                         ("absent word", 38.0), control="none")
+    assert not best["testable"] and best["reason"] == "no model beats none (no word order) on span"
+    # a control that has no score on the column is no bar
+    assert stats.learned(ahead, "span", ("absent word", 38.0), control="rope")["testable"]
+
+
 def test_a_claim_on_columns_no_model_learned_is_not_testable_never_contradicted():
     frame = _frame({"a": [[50.0, 50.2], [50.1, 50.3], [49.9, 50.0]], "b": [[55.0, 55.1], [55.2, 55.0], [54.9, 55.1]]})
     frame["other"] = frame["classification"]

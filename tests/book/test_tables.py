@@ -61,6 +61,29 @@ def test_score_records_scale_and_per_seed_groups():
     assert tables.origins(finetuned) == {"cola": {"packaged:word-order"}, "mrpc": {"hub:glue"}, "squad": {"packaged:spans"}}
 
 
+def test_a_run_without_a_score_is_named_and_its_mean_says_over_how_many_runs():
+    # rope's sst2 run of fine-tuning seed 2 gave NaN; cloze was fine-tuned with seed 0 only (the design)
+    finetuned = {(v, t, 0, s): {"test": {"accuracy": x}} for v, xs in {"ape": [0.70, 0.72, 0.74], "rope": [0.68, 0.70, math.nan]}.items()
+                 for t in ("sst2",) for s, x in enumerate(xs)}
+    finetuned |= {(v, "cloze", 0, 0): {"test": {"exact_match": 40.0, "f1": 50.0}} for v in ("ape", "rope")}
+    records = tables.score_records(finetuned, {"sst2": "classification", "cloze": "span"})
+    per_seed = tables.per_seed_scores(records)
+    summary = tables.summarise(per_seed)
+    assert summary.loc["rope", ("sst2", "mean")] == pytest.approx(69.0)  # over the two runs with a score
+    assert (summary.loc["rope", ("sst2", "n")], summary.loc["rope", ("sst2", "runs")]) == (2, 3)
+    assert summary.loc["rope", ("cloze", "runs")] == 1  # seeds 1 and 2 were never run on cloze
+    text = tables.format_summary(summary)[0]
+    assert text.loc["rope", "sst2"] == "69.0 ± 1.4 (2 of 3 runs)" and text.loc["ape", "sst2"].startswith("72.0 ± 2.0")
+    assert text.loc["rope", "cloze"] == "45.0" and "runs" not in text.loc["ape", "cloze"]
+    assert tables.unscored(per_seed) == ["rope sst2 (pretraining seed 0, fine-tuning seed 2)"]
+    assert tables.unscored_text(per_seed).startswith("1 run gave no score (NaN) and is left out of the means")
+    assert tables.unscored_text(per_seed.drop(index=("rope", 0, 2))) == ""
+    # a run whose every score is NaN keeps its row: it is named, not dropped
+    failed = tables.per_seed_scores(records[(records.variant != "rope") | (records.seed != 2) | (records.task != "cloze")]
+                                    .assign(value=lambda r: r.value.where(~((r.variant == "rope") & (r.seed == 2)))))
+    assert ("rope", 0, 2) in failed.index and tables.unscored(failed) == ["rope sst2 (pretraining seed 0, fine-tuning seed 2)"]
+
+
 def test_summarise_format_and_best():
     per_seed = _per_seed({"a": [1.0, 3.0], "b": [5.0, 5.0], "c": [float("nan"), float("nan")]})
     summary = tables.summarise(per_seed)
@@ -71,7 +94,7 @@ def test_summarise_format_and_best():
     text, flags = tables.format_summary(summary)
     assert text.loc["a", "classification"] == "2.0 ± 1.4"
     assert text.loc["b", "classification"].endswith("▲") and flags.loc["b", "classification"]
-    assert text.loc["c", "classification"] == "—"
+    assert text.loc["c", "classification"] == "— (0 of 2 runs)"  # ran, but no score
     one = tables.summarise(_per_seed({"a": [1.0], "b": [2.0]}))
     assert tables.format_summary(one)[0].loc["a", "classification"] == "1.0"
     nested = tables.summarise(_per_seed({"a": [[1.0, 3.0, 5.0], [10.0]]}))  # pretrained models weigh the same

@@ -30,6 +30,16 @@ def test_seed_design_in_words():
         "1 fine-tuning seed on each pretrained model")
 
 
+def test_seed_design_names_the_fine_tuning_seeds_of_each_group_of_tasks():
+    from pe_book.experiments.profiles import get_profile
+
+    profile = get_profile("smoke").with_overrides(seeds=(0, 1, 2), seeds_by_task={"squad": (0,), "squad_v2": (0,)})
+    assert common.seed_design(profile, ["ape-sin"], ["sst2", "cola", "squad", "squad_v2"]).endswith(
+        "; 3 fine-tuning seeds on sst2, cola and 1 fine-tuning seed on squad, squad_v2, on each pretrained model")
+    assert common.seed_design(profile, ["ape-sin"], ["squad"]).endswith("; 1 fine-tuning seed on each pretrained model")
+    assert common.finetuning_seeds(profile, ["squad", "cola"]) == 3 and common.finetuning_seeds(profile, ["squad"]) == 1
+
+
 def test_data_used_says_where_the_corpus_and_each_task_came_from():
     from types import SimpleNamespace
 
@@ -42,3 +52,16 @@ def test_data_used_says_where_the_corpus_and_each_task_came_from():
     assert table.loc["tokens", "value"] == "131,072" and table.loc["lr", "value"] == "0.0003"
     assert table.loc["data: pretraining text", "value"] == "packaged (austen, kjv)"
     assert table.loc["data: task cola", "value"] == "hub:nyu-mll/glue"
+
+
+def test_the_spread_note_names_a_run_without_a_score():
+    import pandas as pd
+
+    index = pd.MultiIndex.from_tuples([(v, 0, s) for v in ("ape", "rope") for s in range(3)],
+                                      names=["variant", "pretrain_seed", "seed"])
+    per_seed = pd.DataFrame({"sst2": [70.0, 72.0, 74.0, 68.0, 70.0, float("nan")]}, index=index)
+    read = common.Finetuned(["ape", "rope"], {"sst2": "classification"}, [0, 1, 2], "test", {}, {}, pd.DataFrame(), [])
+    assert read.cited(per_seed)["spread_note"] == (
+        "each variant was fine-tuned with 3 seeds; 1 run gave no score (NaN) and is left out of the means, "
+        "marked (n of N runs): rope sst2 (pretraining seed 0, fine-tuning seed 2)")
+    assert read.cited(per_seed.fillna(71.0))["spread_note"] == "each variant was fine-tuned with 3 seeds"

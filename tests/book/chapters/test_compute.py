@@ -183,12 +183,17 @@ def test_needs_separates_what_no_model_learned_from_seeds():
     assert "would be enough for 0 of them" in text  # 12 seeds against the gpu profile's 3
 
 
-def test_a_group_is_testable_only_when_each_of_its_tasks_is():
-    rows = [(v, p, s) for v in ("x", "y") for p in range(3) for s in range(2)]
+def _two_variants(variants: tuple[str, str], levels: dict[str, tuple[float, float]]) -> pd.DataFrame:
+    """Per-seed scores of two variants (3 pretraining x 2 fine-tuning seeds each): every column at
+    its two levels, plus the same small noise."""
+    rows = [(v, p, s) for v in variants for p in range(3) for s in range(2)]
     index = pd.MultiIndex.from_tuples(rows, names=list(stats.LEVELS))
     noise = np.tile([0.0, 0.5, 1.0, 0.2, 0.4, 0.8], 2)
-    per_seed = pd.DataFrame({"a": np.r_[np.full(6, 80.0), np.full(6, 70.0)] + noise,
-                             "b": np.r_[np.full(6, 50.0), np.full(6, 40.0)] + noise}, index=index)
+    return pd.DataFrame({c: np.r_[np.full(6, a), np.full(6, b)] + noise for c, (a, b) in levels.items()}, index=index)
+
+
+def test_a_group_is_testable_only_when_each_of_its_tasks_is():
+    per_seed = _two_variants(("x", "y"), {"a": (80.0, 70.0), "b": (50.0, 40.0)})
     per_seed["g"] = per_seed[["a", "b"]].mean(axis=1)
     table = findings.testability(per_seed, per_seed, {"a": ("bag of words", 60.0), "b": ("constant", 55.0)},
                                  {"g": ["a", "b"]}, 0.05)
@@ -199,6 +204,17 @@ def test_a_group_is_testable_only_when_each_of_its_tasks_is():
     assert table.loc["g", "reason"] == "no model beats constant on b" and table.loc["g", "baseline"] == "bag of words / constant"
     assert findings.testable_text(table) == ("the models learned a beyond the order-free baselines; no verdict rests on "
                                              "b (no model beats constant on b); g (no model beats constant on b)")
+
+
+def test_only_order_sensitive_columns_are_held_to_the_variant_that_cannot_see_order():
+    per_seed = _two_variants(("none", "x"), {"order": (80.0, 70.0), "free": (80.0, 70.0)})
+    per_seed["g"] = per_seed[["order"]].mean(axis=1)
+    table = findings.testability(per_seed, per_seed, {"order": ("absent word", 40.0), "free": ("bag of words", 40.0)},
+                                 {"g": ["order"]}, 0.05, order_sensitive=["order"])
+    assert not table.loc["order", "testable"] and table.loc["order", "control"] == "none"
+    assert table.loc["order", "reason"] == "no model beats none (no word order) on order"
+    assert table.loc["g", "reason"] == "no model beats none (no word order) on order"
+    assert table.loc["free", "testable"] and pd.isna(table.loc["free", "control"])
 
 
 def test_operating_text_reads_the_largest_false_rate_and_the_power_range():

@@ -483,6 +483,25 @@ def test_per_task_fine_tuning_names_a_task_and_config_fields():
         dataclasses.replace(cpu, finetune_by_task={"cola": {"epoch": 3}})
 
 
+def test_a_task_named_in_the_profile_gets_its_own_fine_tuning_seeds(runner, profile):
+    seeded = runner.with_profile(dataclasses.replace(profile, tasks=("sst2", "cola"), seeds=(0, 1, 2),
+                                                     seeds_by_task={"cola": (0,)}))
+    planned = [a.stage for a in seeded.model_plan("ape-learned", 0, profile.pretrain.steps, ["sst2", "cola"])]
+    assert [s for s in planned if s.startswith("finetune")] == [
+        "finetune-sst2-p0-seed0", "finetune-sst2-p0-seed1", "finetune-sst2-p0-seed2", "finetune-cola-p0-seed0"]
+    assert seeded.profile.seeds_for("cola") == (0,) and seeded.profile.seeds_for("sst2") == (0, 1, 2)
+    assert seeded.profile.with_seeds([1]).seeds_for("cola") == (1,) and seeded.profile.with_seeds([]) is seeded.profile
+
+
+def test_per_task_seeds_name_a_task_and_at_least_one_seed():
+    cpu = get_profile("cpu")
+    with pytest.raises(InputError, match="seeds_by_task names 'colaa', not a task; valid tasks: cola"):
+        dataclasses.replace(cpu, seeds_by_task={"colaa": (0,)})
+    with pytest.raises(InputError, match=r"seeds_by_task\['cola'\] is empty"):
+        dataclasses.replace(cpu, seeds_by_task={"cola": ()})
+    assert dataclasses.replace(cpu, seeds_by_task={"cola": 2}).seeds_for("cola") == (2,)  # as --set gives one seed
+
+
 @pytest.mark.parametrize("name", ["cpu", "scale"])
 def test_the_chunked_profiles_train_in_one_precision_on_every_machine(name):
     """The cpu run and the scale study are computed in chunks on whatever CPU a session gets: "auto"
