@@ -11,7 +11,7 @@ import pandas as pd
 from pe_book import claims, stats, tables
 from pe_book.chapters import common
 from pe_book.chapters.pretraining import count_parameters
-from pe_book.experiments.baselines import LABELS, baseline_payloads
+from pe_book.experiments.baselines import LABELS, baseline_payloads, order_free_best
 from pe_book.experiments.profiles import GPU, Profile
 from pe_lib.data.tasks import get_task
 from pe_lib.positions import parse_variant, resolve_variants
@@ -89,8 +89,8 @@ def compute(runner, variants: Sequence[str] = (), seeds: Sequence[int] = (), spl
     floor = tables.per_seed_scores(tables.score_records(baseline_payloads(runner, list(specs)), kinds, split), groups)
     floor = floor.droplevel(["pretrain_seed", "seed"])  # one deterministic run per baseline
     floor = floor.reindex([label for label in LABELS.values() if label in floor.index])
-    flags = {t: runner.ensure_baselines(t).payload["baselines"] for t in specs}
-    testable = testability(per_seed, validation, order_free_best(floor, flags), groups, alpha,
+    stored = {t: runner.ensure_baselines(t).payload for t in specs}
+    testable = testability(per_seed, validation, {t: order_free_best(stored, t, split) for t in specs}, groups, alpha,
                            [t for t, s in specs.items() if s.order_sensitive])
     untestable = {column: row["reason"] for column, row in testable.iterrows() if not row["testable"]}
     scores = tables.summarise(per_seed[list(groups)]).xs("mean", axis=1, level=1)
@@ -124,26 +124,6 @@ def compute(runner, variants: Sequence[str] = (), seeds: Sequence[int] = (), spl
         "n_runs": runs, "baselines_text": " ".join(f"On the {group} column, {baselines_text(result.against_baselines, group, alpha)}."
                                                    for group in groups)}
     return result
-
-
-def order_free_best(floor: pd.DataFrame, stored: Mapping[str, Mapping[str, Mapping]]) -> dict[str, tuple[str, float]]:
-    """Each task's best order-free baseline, ``task -> (name, score)``: the highest score of its
-    column of ``floor`` (baseline rows labelled by :data:`LABELS`, one score per task) among the
-    baselines whose stored result (``stored``: task -> name -> result, as the baselines artifact
-    keeps it) is order-free; a result stored without ``order_free`` (an older artifact) counts as
-    order-free. The first best, in the order of ``floor``, wins ties. Tasks no baseline scores
-    are left out."""
-    names = {label: name for name, label in LABELS.items()}
-    best = {}
-    for task, results in stored.items():
-        if task not in floor.columns:
-            continue
-        scores = {names[label]: float(score) for label, score in floor[task].dropna().items()
-                  if results.get(names[label], {}).get("order_free", True)}
-        if scores:
-            name = max(scores, key=scores.get)
-            best[task] = (name, scores[name])
-    return best
 
 
 def testability(per_seed: pd.DataFrame, selection: pd.DataFrame, order_free: Mapping[str, tuple[str, float]],
