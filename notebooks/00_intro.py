@@ -100,8 +100,8 @@ plt.close(fig)
 # Chapter 1 and the first sections of chapter 2 need no training (chapter 2's last section reads the
 # profile's pretrained models). Chapters 3 to 8 read the artifacts of one *profile*
 # (`results/<profile>/`: pretrained models' curves, analyses of their position embeddings,
-# fine-tuning scores, each with its provenance), which `pe-lib run --profile P` computes and
-# `pe-lib book` computes first when they are missing: pretraining ({ref}`pretraining`), the dot
+# fine-tuning scores, each with its provenance), which `pe-book run --profile P` computes and
+# `pe-book book` computes first when they are missing: pretraining ({ref}`pretraining`), the dot
 # products of the paper's figure ({ref}`dot-products`), identical-word probing ({ref}`probing`),
 # classification ({ref}`classification`) and span prediction ({ref}`span-prediction`), and the
 # paper's claims set beside this run's numbers with computed verdicts ({ref}`findings`).
@@ -109,13 +109,13 @@ plt.close(fig)
 # ## Building the book
 #
 # ```bash
-# make book                        # = pe-lib book --profile cpu --stored-only (the committed results)
-# make book PROFILE=smoke          # = pe-lib book --profile smoke (computes its tiny results first)
-# .venv/bin/pe-lib book --profile cpu                 # computes whatever results/cpu/ lacks first
-# .venv/bin/pe-lib book --only 02_sinusoid --no-html
+# make book                        # = pe-book book --profile cpu --stored-only (the committed results)
+# make book PROFILE=smoke          # = pe-book book --profile smoke (computes its tiny results first)
+# .venv/bin/pe-book book --profile cpu                 # computes whatever results/cpu/ lacks first
+# .venv/bin/pe-book book --only 02_sinusoid --no-html
 # ```
 #
-# `pe-lib book` executes each notebook with [papermill](https://papermill.readthedocs.io) into
+# `pe-book book` executes each notebook with [papermill](https://papermill.readthedocs.io) into
 # `book/NN_topic.ipynb`, then renders the HTML with Jupyter Book 1 into `book/_build/html`
 # (open `book/_build/html/index.html`). The build needs no internet connection; a notebook that
 # fails stops it with one line naming the notebook and the cell. The profile chooses the notebooks'

@@ -43,7 +43,7 @@ book.record_names(globals())
 # %% [markdown]
 # ## Parameters
 #
-# The defaults build small models that run in seconds; `pe-lib book --profile cpu` uses
+# The defaults build small models that run in seconds; `pe-book book --profile cpu` uses
 # BERT-base-sized layers. Rerun this chapter with other values through papermill, e.g.
 # `papermill book/01_properties.ipynb out.ipynb -p seed 1`.
 
@@ -53,7 +53,7 @@ results: str = "results"  # folder of the artifact store
 variants: list[str] = [
     "none", "ape-learned", "ape-sin", "ape-sin-learned", "rpe-learned", "rpe-sin", "rpe-sin-learned",
     "alibi", "t5-bias", "rope", "ape-learned+rpe-learned", "ape-sin-learned+rpe-sin-learned",
-]  # position embeddings to measure (see `pe-lib variants --all`)
+]  # position embeddings to measure (see `pe-book variants --all`)
 hidden_size: int = 64  # hidden size of the models
 num_heads: int = 4  # attention heads (a relative vector has hidden_size / num_heads dimensions)
 num_layers: int = 2  # layers (only the first layer's attention is probed)

@@ -23,7 +23,7 @@
 # same size, data, optimiser and number of steps, and differs from the others only in its position
 # embedding, so that differences between them can be put on the position embedding.
 #
-# This chapter reads the pretraining artifacts of one profile (`pe-lib run` computes them, the
+# This chapter reads the pretraining artifacts of one profile (`pe-book run` computes them, the
 # chapter computes what is missing) and shows the training and validation loss of every variant,
 # the final validation loss, and what the run cost.
 
@@ -50,7 +50,7 @@ book.record_names(globals())
 
 # %% tags=["parameters"]
 profile: str = "smoke"  # results profile (smoke, cpu or gpu)
-variants: list[str] = []  # position embeddings to show; empty: the profile's (see `pe-lib variants --all`)
+variants: list[str] = []  # position embeddings to show; empty: the profile's (see `pe-book variants --all`)
 results: str = "results"  # folder of the artifact store
 
 # %% tags=["hide-input"]
@@ -152,6 +152,6 @@ plt.close(fig)
 # The paper's models are BERT-base-sized and pretrained for far longer; here each model of profile
 # {glue:text}`profile_name` sees {glue:text}`setup_tokens_m:.2f` million tokens. Under the smoke
 # profile the models stay close to the uniform guess ({glue:text}`log_vocab:.2f` nats): they only
-# show that the pipeline runs end to end. The cpu profile (`pe-lib book --profile cpu`) is this
+# show that the pipeline runs end to end. The cpu profile (`pe-book book --profile cpu`) is this
 # project's reproduction.
 # ```

@@ -28,7 +28,7 @@
 # They hold at this scale: "supported at this scale" and "contradicted at this scale" say what
 # these models show, not what BERT-base shows. The smoke profile is tiny (a few dozen pretraining steps, a few
 # hundred fine-tuning examples, one seed of each kind): its pretraining variance is unknown, so
-# every verdict is "not decidable"; it exercises the code and means nothing scientifically. The cpu profile (`pe-lib book --profile cpu`) is this project's
+# every verdict is "not decidable"; it exercises the code and means nothing scientifically. The cpu profile (`pe-book book --profile cpu`) is this project's
 # reproduction; even there the models are far smaller than the paper's BERT-base and the tasks are
 # offline analogues where the hub is out of reach.
 # ```

@@ -149,7 +149,7 @@ mfu.assign(mfu=100 * mfu["mfu"]).rename(columns={"mfu": "MFU (%)", "tokens_per_s
 pd.DataFrame({"seconds": result.smoke}).style.format("{:.1f}")
 
 # %% [markdown]
-# `pe-lib run --profile smoke` (all of the profile's variants and tasks, fresh results and work
+# `pe-book run --profile smoke` (all of the profile's variants and tasks, fresh results and work
 # folders, the data cache reused) took {glue:text}`smoke_minutes:.1f` minutes end to end; the
 # table splits it by stage.
 #

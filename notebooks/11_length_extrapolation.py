@@ -216,5 +216,5 @@ plt.close(fig)
 # close to a unigram guess, so their loss barely depends on the context or on positions: the
 # differences between variants and lengths above are noise and mean nothing. They show that the
 # measurement runs end to end, including the variants that cannot run. The cpu profile
-# (`pe-lib book --profile cpu`) is the reproduction.
+# (`pe-book book --profile cpu`) is the reproduction.
 # ```

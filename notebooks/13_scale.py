@@ -117,7 +117,7 @@ screened.style.format({"peak lr": "{:g}", "warm-up": "{:g}", "masking": "{:.2f}"
 # under which the model kept after $t$ steps of a long run is exactly the model of a run of $t$
 # steps, and a finished run of $t$ steps is the beginning of every longer run: the study's runs
 # beyond 4x continue the cpu profile's runs of the same variant and seed from their last
-# checkpoint, where the work folder kept them (`pe-lib adopt --profile scale --from cpu`; the
+# checkpoint, where the work folder kept them (`pe-book adopt --profile scale --from cpu`; the
 # result of each such model names the run it began from). This page shows profile
 # **{glue:text}`profile_name`**, whose models have the {glue:text}`layer_norm`-LN encoder,
 # sequences of {glue:text}`seq_len` tokens, peak learning rate {glue:text}`lr:g`, dropout
@@ -286,8 +286,8 @@ table.style.format({"tokens": "{:,.0f}", "loss: ape-learned − none": "{:+.3f}"
 # `ape-learned` and `rpe-learned` and three fine-tuning seeds everywhere, in at most
 # {glue:text}`cpu_hours` hours on this 2-core machine. The table prices it as the study's recipe at
 # each of the study's budgets (before the choice: in the study's precision, fine-tuned on as many
-# examples as the study), at the rates the study's own artifacts measured (`pe-lib run --dry-run --estimate-from scale` gives the same for
-# any profile); what the study already holds under the same key (its models, which `pe-lib adopt`
+# examples as the study), at the rates the study's own artifacts measured (`pe-book run --dry-run --estimate-from scale` gives the same for
+# any profile); what the study already holds under the same key (its models, which `pe-book adopt`
 # takes, and their analyses) costs nothing. Tasks the study never fine-tuned on (the span tasks)
 # have no measured rate and are counted, not priced. The largest budget whose priced part fits:
 # {glue:text}`cpu_affordable`.

@@ -2,5 +2,5 @@
 
 ``experiments`` (profiles, the artifact store, the runner), ``stats`` (comparisons and verdicts),
 the chapters' computations, the book's building, checking and publishing, the benchmark and the
-``pe-lib`` command line. Nothing in :mod:`pe_lib` imports from here.
+``pe-book`` command line. Nothing in :mod:`pe_lib` imports from here.
 """

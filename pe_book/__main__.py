@@ -1,4 +1,4 @@
-"""``python -m pe_book``: the ``pe-lib`` command line."""
+"""``python -m pe_book``: the ``pe-book`` command line."""
 import sys
 
 from pe_book.cli import main

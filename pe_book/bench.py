@@ -11,7 +11,7 @@ machine noise hits all contenders alike, and printed with a description of the m
    (n, n, head_dim) einsum: forward+backward time and peak memory, at 128..2048 tokens;
 4. ``mfu``: model FLOPs utilisation: the model FLOPs of a training step of the cpu profile's model
    per second, divided by the matmul peak of this machine in the same dtype, measured here;
-5. ``smoke``: wall time of ``pe-lib run --profile smoke`` end to end and per stage (fresh results
+5. ``smoke``: wall time of ``pe-book run --profile smoke`` end to end and per stage (fresh results
    and work folders, the data cache reused);
 6. ``profile``: where a training step's time goes (matmuls, dtype casts, dropout's random
    numbers, other operators, the optimizer), pe_lib and HF, fp32 and bf16, at seq 128;
@@ -349,7 +349,7 @@ def bench_profile(cfg: BenchConfig) -> list[dict]:
 
 
 def bench_smoke() -> dict:
-    """``pe-lib run --profile smoke`` into fresh results/work folders (the data cache is reused)."""
+    """``pe-book run --profile smoke`` into fresh results/work folders (the data cache is reused)."""
     from pe_book.experiments.profiles import get_profile
     from pe_book.experiments.runner import Runner
 

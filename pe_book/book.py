@@ -1,6 +1,6 @@
 """The book: execute ``notebooks/*.py`` with papermill, then build the Jupyter Book.
 
-``pe-lib book [--profile P] [--only NOTEBOOK] [--no-html]``
+``pe-book book [--profile P] [--only NOTEBOOK] [--no-html]``
 
 1. Each ``notebooks/NN_topic.py`` (jupytext py:percent) is converted in memory and executed by
    papermill with the parameters of the profile (:data:`BOOK_PROFILES`) into
@@ -59,7 +59,7 @@ from pe_lib.errors import InputError, PeLibError
 from pe_lib.io import atomic_write_text
 
 
-#: The published book's profile: ``pe-lib book`` builds it by default (``make book`` from the
+#: The published book's profile: ``pe-book book`` builds it by default (``make book`` from the
 #: committed results only), ``make colab`` writes its parameters into the Colab notebooks.
 DEFAULT_PROFILE = "cpu"
 
@@ -489,7 +489,7 @@ def build_html(root: Path = ROOT) -> Path:
 
 
 def check_stored(profile: str, results: Path = ROOT / "results") -> None:
-    """Refuse a profile whose planned results are not all in the store (``pe-lib book --stored-only``)."""
+    """Refuse a profile whose planned results are not all in the store (``pe-book book --stored-only``)."""
     from pe_book.experiments.profiles import get_profile
     from pe_book.experiments.runner import Runner
 
@@ -497,7 +497,7 @@ def check_stored(profile: str, results: Path = ROOT / "results") -> None:
     missing = [a for a in planned if not a.stored]
     if missing:
         raise BookError(f"{len(missing)} of the {len(planned)} planned results of profile {profile} are not stored "
-                        f"(the first: {missing[0].stage} of {missing[0].variant}); run `pe-lib run --profile {profile}`, "
+                        f"(the first: {missing[0].stage} of {missing[0].variant}); run `pe-book run --profile {profile}`, "
                         "or build without --stored-only")
 
 
@@ -582,7 +582,7 @@ def build(profile: str = DEFAULT_PROFILE, only: str | None = None, html: bool = 
         return None
     missing = [n for n in names if not (root / BOOK_DIR / f"{n}.ipynb").exists()]
     if missing:
-        raise BookError(f"book/{missing[0]}.ipynb has not been executed yet; run 'pe-lib book' without --only (or --only {missing[0]})")
+        raise BookError(f"book/{missing[0]}.ipynb has not been executed yet; run 'pe-book book' without --only (or --only {missing[0]})")
     start = time.perf_counter()
     index = build_html(root)
     print(f"jupyter-book: {time.perf_counter() - start:.1f} s", file=sys.stderr)
@@ -629,7 +629,7 @@ def run(args) -> int:
         index = build(args.profile, args.only, html=not args.no_html, compute=not args.no_compute,
                       stored_only=args.stored_only)
     except BookError as exc:
-        print(f"pe-lib book: {exc}", file=sys.stderr)
+        print(f"pe-book book: {exc}", file=sys.stderr)
         return 1
     total = time.perf_counter() - start
     if index is not None:

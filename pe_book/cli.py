@@ -1,14 +1,18 @@
-"""The ``pe-lib`` command line: thin subcommands over the library modules.
+"""The ``pe-book`` command line: thin subcommands over the library modules.
+
+The command is named after the package that holds it (``python -m pe_book`` is the same). Its
+former name ``pe-lib`` still works for one release, with a notice; :mod:`pe_lib` is the library and
+has no command line of its own (``python -m pe_lib`` names this one).
 
 Each subcommand lives in the module that does the work; that module exposes
 ``configure(parser)`` (add its arguments) and ``run(args) -> int``. Modules are imported
-only when their subcommand runs, so ``pe-lib --help`` stays fast.
+only when their subcommand runs, so ``pe-book --help`` stays fast.
 
 Errors. The project's own errors (:class:`pe_lib.errors.PeLibError` and its subclasses: bad
 input, a full disk, an unwritable or locked folder, a missing data source) are printed as one
 line on stderr with exit status 1, and warnings as one line each; ``--debug`` shows the
 traceback instead. Any other exception is a bug and keeps its traceback. Output cut short by
-its reader (``pe-lib variants | head``) ends quietly.
+its reader (``pe-book variants | head``) ends quietly.
 """
 from __future__ import annotations
 
@@ -24,6 +28,10 @@ import warnings
 from collections.abc import Iterator
 
 from pe_lib.errors import PeLibError
+
+PROG = "pe-book"
+#: the command's former name, kept for one release (pyproject.toml's [project.scripts])
+FORMER_NAME = "pe-lib"
 
 #: subcommand -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -56,16 +64,16 @@ def main(argv: list[str] | None = None) -> int:
     except PeLibError as error:
         message = " ".join(line.strip() for line in str(error).splitlines() if line.strip())
         if getattr(error, "usage", False):  # a bad option value found after parsing: argparse's form and status
-            print(f"pe-lib {args.command}: error: {message} (pe-lib {args.command} --help shows the usage)", file=sys.stderr)
+            print(f"{PROG} {args.command}: error: {message} ({PROG} {args.command} --help shows the usage)", file=sys.stderr)
             return 2
-        print(f"pe-lib {args.command}: error: {message} (--debug shows the traceback)", file=sys.stderr)
+        print(f"{PROG} {args.command}: error: {message} (--debug shows the traceback)", file=sys.stderr)
         return 1
     except Terminated:  # docker stop, systemd, SLURM: like Ctrl-C, with the status of a SIGTERM death
-        print(f"pe-lib {args.command}: terminated (SIGTERM); finished artifacts and checkpoints are kept, and a rerun "
+        print(f"{PROG} {args.command}: terminated (SIGTERM); finished artifacts and checkpoints are kept, and a rerun "
               "resumes from them", file=sys.stderr)
         return 128 + signal.SIGTERM
     except KeyboardInterrupt:  # Ctrl-C, or the SIGINT of `timeout`: finished files are kept, the rest resumes
-        print(f"pe-lib {args.command}: interrupted; finished artifacts and checkpoints are kept, and a rerun "
+        print(f"{PROG} {args.command}: interrupted; finished artifacts and checkpoints are kept, and a rerun "
               "resumes from them", file=sys.stderr)
         return 130
     except BrokenPipeError:  # the reader stopped reading (| head): stop quietly
@@ -77,9 +85,16 @@ def main(argv: list[str] | None = None) -> int:
             raise
         name = str(error.filename if error.filename is not None else "")
         shown = name if len(name) <= 100 else name[:100] + "..."
-        print(f"pe-lib {args.command}: error: path too long ({error.strerror}: {shown}): a file or folder name has "
+        print(f"{PROG} {args.command}: error: path too long ({error.strerror}: {shown}): a file or folder name has "
               "at most 255 bytes and a path 4096; use a shorter one", file=sys.stderr)
         return 1
+
+
+def former_main() -> int:
+    """The command under its former name ``pe-lib``: a one-line notice on stderr, then :func:`main`."""
+    print(f"{FORMER_NAME}: notice: the command is now called {PROG} (the same subcommands and options; "
+          f"python -m pe_book); {FORMER_NAME} goes in the next release", file=sys.stderr)
+    return main()
 
 
 class Terminated(KeyboardInterrupt):
@@ -140,7 +155,7 @@ class Parser(argparse.ArgumentParser):
 
 def build_parser_for(argv: list[str]) -> argparse.ArgumentParser:
     """The parser with only the requested subcommand's module imported."""
-    parser = Parser(prog="pe-lib", description=__doc__.splitlines()[0])
+    parser = Parser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error instead of one line")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

@@ -1,7 +1,7 @@
 """The project's own error types.
 
 Every error that a user can cause or fix (bad input, a full disk, an unwritable or locked folder,
-a missing data source) derives from :class:`PeLibError`. The ``pe-lib`` command line prints such
+a missing data source) derives from :class:`PeLibError`. The ``pe-book`` command line prints such
 an error as one line on stderr and exits with status 1 (``--debug`` shows the traceback); any
 other exception is a bug and keeps its traceback. Each class also derives from the built-in type
 that callers caught before it existed (``ValueError``, ``OSError``, ``RuntimeError``), so code

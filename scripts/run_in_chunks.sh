@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run a long profile in one chunk of at most SECONDS, committing the artifacts it finished every
 # 10 minutes and at the end, so that no hour of computation is lost when a session stops.
-#   scripts/run_in_chunks.sh PROFILE SECONDS [--tail] [pe-lib run options...]
+#   scripts/run_in_chunks.sh PROFILE SECONDS [--tail] [pe-book run options...]
 # The next chunk resumes where this one stopped (found artifacts are read, unfinished pretraining
 # runs resume from their checkpoints in the work folder, when it is still there).
 #
@@ -23,13 +23,13 @@ commit() {
     git add -A "results/$profile" 2>/dev/null || return 0
     git diff --cached --quiet -- "results/$profile" && return 0
     local n; n=$(git ls-files "results/$profile" | grep -c '/artifact.json$')
-    git commit -q -m "results/$profile: $n artifacts (chunk of pe-lib run --profile $profile)" -- "results/$profile" \
+    git commit -q -m "results/$profile: $n artifacts (chunk of pe-book run --profile $profile)" -- "results/$profile" \
         && echo "committed results/$profile ($n artifacts)"
 }
 
-# run_until ARGS...: pe-lib run ARGS until the chunk's end, committing every 10 minutes.
+# run_until ARGS...: pe-book run ARGS until the chunk's end, committing every 10 minutes.
 run_until() {
-    timeout --signal=INT --kill-after=60 "$(( end - $(date +%s) ))" .venv/bin/pe-lib run --profile "$profile" \
+    timeout --signal=INT --kill-after=60 "$(( end - $(date +%s) ))" .venv/bin/pe-book run --profile "$profile" \
         --no-progress "$@" &
     local job=$! poll=${CHUNK_POLL_SECONDS:-10}
     while kill -0 "$job" 2>/dev/null; do

@@ -9,7 +9,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("pe_lib", "pe_book")  # the library, then the reproduction built on it
 LAYERS = (
-    ("base", {"pe_lib.errors", "pe_lib.io"}),
+    ("base", {"pe_lib.errors", "pe_lib.io", "pe_lib.__main__"}),
     ("data", {"pe_lib.data"}),
     ("models", {"pe_lib", "pe_lib.positions", "pe_lib.model", "pe_lib.sinusoid", "pe_lib.hf_import",
                 "pe_lib.properties", "pe_lib.probing", "pe_lib.geometry"}),

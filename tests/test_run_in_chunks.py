@@ -1,4 +1,4 @@
-"""scripts/run_in_chunks.sh: its calls of ``pe-lib run`` and its exit status, with a stub ``pe-lib``
+"""scripts/run_in_chunks.sh: its calls of ``pe-book run`` and its exit status, with a stub ``pe-book``
 in a throwaway git repository (no model is trained)."""
 import os
 import shutil
@@ -29,7 +29,7 @@ def repo(tmp_path):
 
 
 def chunk(repo: Path, *args: str, status: int = 0) -> tuple[int, list[str], str]:
-    stub = repo / ".venv" / "bin" / "pe-lib"
+    stub = repo / ".venv" / "bin" / "pe-book"
     stub.write_text(STUB.replace("{status}", str(status)))
     stub.chmod(0o755)
     env = {**os.environ, "CHUNK_POLL_SECONDS": "1", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
@@ -45,7 +45,7 @@ def test_a_chunk_passes_its_seconds_to_the_stop_rule_and_commits_what_it_finishe
     assert status == 0 and calls == ["run --profile cpu --no-progress --stop-after 900 --variants rope"]
     assert "committed results/cpu (1 artifacts)" in out
     log = subprocess.run(["git", "log", "--format=%s", "-1"], cwd=repo, capture_output=True, text=True).stdout
-    assert log.strip() == "results/cpu: 1 artifacts (chunk of pe-lib run --profile cpu)"
+    assert log.strip() == "results/cpu: 1 artifacts (chunk of pe-book run --profile cpu)"
 
 
 def test_the_tail_starts_the_next_model_past_the_stop_rule(repo):

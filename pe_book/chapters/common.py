@@ -3,7 +3,7 @@ and data, the tasks it covers, and the fine-tuned results of its variants.
 
 The ``ensure_*`` methods of the runner compute what the store lacks (a notebook rerun with other
 parameters trains what it needs); on the published profiles everything is found, and a book built
-with ``pe-lib book --stored-only`` (environment variable :data:`STORED_ONLY`) refuses to compute.
+with ``pe-book book --stored-only`` (environment variable :data:`STORED_ONLY`) refuses to compute.
 """
 from __future__ import annotations
 

@@ -73,7 +73,7 @@ def collect(runner: Runner, variants: Sequence[str], tasks: Sequence[str]) -> pd
     """One row per stored pretrained model (variant, pretraining seed, budget): tokens, validation
     loss, the learned APE's indicators (NaN without one), averaged over the stored fine-tuning
     seeds the classification average on the validation and test splits (NaN when none is stored),
-    and when its pretraining artifact was created (a copy taken by ``pe-lib adopt`` keeps it)."""
+    and when its pretraining artifact was created (a copy taken by ``pe-book adopt`` keeps it)."""
     profile = runner.profile
     tokens_per_step = profile.pretrain.batch_size * profile.seq_len
     rows = []
@@ -271,7 +271,7 @@ def cpu_spending(runner: Runner, cpu: Runner) -> str:
 def shared_models_text(models: pd.DataFrame, cpu_models: pd.DataFrame | None, tokens: int) -> str:
     """The models the study and the cpu profile both trained (same variant and pretraining seed at
     the cpu budget), compared by validation loss, in words: the same recipe and seed on machines
-    of one type give the same bits. A model one took from the other (``pe-lib adopt``: the same
+    of one type give the same bits. A model one took from the other (``pe-book adopt``: the same
     artifact, created once) is not a second run, and is counted apart."""
     if cpu_models is None or not len(cpu_models):
         return "no model of the cpu profile is stored yet"
@@ -460,7 +460,7 @@ def cpu_costs(runner: Runner, cpu: Profile) -> pd.DataFrame:
     """What the cpu profile would cost as the study's recipe at each of the study's budgets, in
     hours of this machine type at the rates the study's stored artifacts measured
     (:mod:`pe_book.experiments.costs`): what the study already holds under the same key (its
-    models and their analyses, which ``pe-lib adopt`` takes) counts nothing."""
+    models and their analyses, which ``pe-book adopt`` takes) counts nothing."""
     rates = costs.measured_rates(runner.store)
     held = adopt.stored_by_key(runner)
     rows = []

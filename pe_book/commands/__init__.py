@@ -1,1 +1,1 @@
-"""Thin ``pe-lib`` subcommands: each module has ``configure(parser)`` and ``run(args) -> int``."""
+"""Thin ``pe-book`` subcommands: each module has ``configure(parser)`` and ``run(args) -> int``."""

@@ -1,4 +1,4 @@
-"""``pe-lib adopt``: take into a profile the artifacts and models another profile computed under the
+"""``pe-book adopt``: take into a profile the artifacts and models another profile computed under the
 same keys (:mod:`pe_book.experiments.adopt`), e.g. the scale study's models for the cpu profile, or
 the cpu profile's finished runs as the first steps of the scale study's; or re-store a profile's
 artifacts made under precision "auto" under the keys of the explicit precision they ran in."""
@@ -27,7 +27,7 @@ def run(args) -> int:
     from pe_lib.errors import InputError
 
     if args.source is None and not args.rekey_auto_precision:
-        raise InputError("pe-lib adopt: give --from PROFILE, --rekey-auto-precision, or both")
+        raise InputError("pe-book adopt: give --from PROFILE, --rekey-auto-precision, or both")
     target = Runner(get_profile(args.profile), args.results, args.work, args.cache, progress=False)
     with target.store.lock():
         if args.rekey_auto_precision:

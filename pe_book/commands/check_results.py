@@ -1,4 +1,4 @@
-"""``pe-lib check-results``: the integrity of a results folder, against its manifests and the commit.
+"""``pe-book check-results``: the integrity of a results folder, against its manifests and the commit.
 
 Two checks, both needed: every artifact folder's files match their ``manifest.json`` (a flipped bit,
 a truncation, a manifest that vouches for nothing), and every committed file under the folder is
@@ -32,7 +32,7 @@ def run(args) -> int:
     if args.committed_only:
         problems += [f"{path}: not committed" for path in uncommitted]
     for line in problems:
-        print(f"pe-lib check-results: {line}")
+        print(f"pe-book check-results: {line}")
     artifacts = len(artifact_folders(results))
     summary = (f"{results}: {artifacts} artifacts, {files} committed files; "
                f"{len(problems)} problem(s)" if problems else

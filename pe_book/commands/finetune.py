@@ -1,4 +1,4 @@
-"""``pe-lib finetune``: fine-tune a pretrained PEBert folder on one task and print its scores."""
+"""``pe-book finetune``: fine-tune a pretrained PEBert folder on one task and print its scores."""
 from __future__ import annotations
 
 import dataclasses

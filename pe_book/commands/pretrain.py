@@ -1,4 +1,4 @@
-"""``pe-lib pretrain``: MLM-pretrain one variant with a profile's settings (resumable).
+"""``pe-book pretrain``: MLM-pretrain one variant with a profile's settings (resumable).
 
 Multi-process / multi-GPU: ``accelerate launch --multi_gpu --num_processes N -m pe_book.cli pretrain ...``
 (on CPUs too: pe_lib then uses DDP over gloo), or ``torchrun --nproc_per_node N -m pe_book.cli pretrain ...``.
@@ -45,7 +45,7 @@ def run(args) -> int:
     if args.corpus_file:
         lines = [line for line in Path(args.corpus_file).read_text(encoding="utf-8").splitlines() if line.strip()]
         if len(lines) < 10:
-            raise SystemExit(f"pe-lib pretrain: {args.corpus_file} has {len(lines)} non-empty lines; need at least 10")
+            raise SystemExit(f"pe-book pretrain: {args.corpus_file} has {len(lines)} non-empty lines; need at least 10")
         tok, cut = runner.tokenizer, len(lines) * 9 // 10
         data = MLMData.for_tokenizer(tok, text_blocks(tok, lines[:cut], profile.seq_len), text_blocks(tok, lines[cut:], profile.seq_len))
         runner = Runner(profile, cache_dir=args.cache, progress=not args.no_progress, tokenizer=tok, data=data)

@@ -1,4 +1,4 @@
-"""``pe-lib properties MODEL``: the property indicators of a model's position embeddings.
+"""``pe-book properties MODEL``: the property indicators of a model's position embeddings.
 
 For a PEBert model: APE dot products, RPE offset-vector dot products and identical-word probing.
 For any other HuggingFace checkpoint or hub id (BERT, RoBERTa, GPT-2, ...): the dot products of its

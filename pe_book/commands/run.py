@@ -1,4 +1,4 @@
-"""``pe-lib run``: compute every artifact of a profile that the store lacks (pretraining, analysis,
+"""``pe-book run``: compute every artifact of a profile that the store lacks (pretraining, analysis,
 fine-tuning), and print the wall time of each stage; ``--dry-run`` only lists what is stored and
 what would be computed."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``pe-lib variants``: the registered position-embedding variants and how each enters the model."""
+"""``pe-book variants``: the registered position-embedding variants and how each enters the model."""
 from __future__ import annotations
 
 

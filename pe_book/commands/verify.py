@@ -1,4 +1,4 @@
-"""``pe-lib verify``: recompute one variant of a profile from scratch and compare every number with
+"""``pe-book verify``: recompute one variant of a profile from scratch and compare every number with
 the committed artifacts (``make verify-results VARIANT=...``).
 
 Everything the runner computes for the variant (pretraining, analysis, extrapolation, fine-tuning;
@@ -75,7 +75,7 @@ def verify_variant(committed, fresh, variant: str, out=print, machine: Mapping |
     stored = [(a, _load(committed, a)) for a in planned if a.stored]
     if not stored:
         raise InputError(f"nothing of {variant!r} is committed in {committed.store.root}; "
-                         f"run `pe-lib run --profile {committed.profile.name} --dry-run` to see what is")
+                         f"run `pe-book run --profile {committed.profile.name} --dry-run` to see what is")
     own = [found.provenance for a, found in stored if a.variant == variant]
     out(f"committed: computed on {machines_text(own)}")
     out(f"this machine: {machine_name(machine)}")

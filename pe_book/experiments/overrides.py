@@ -1,4 +1,4 @@
-"""Overrides of a profile's fields from the command line: ``pe-lib run --set pretrain.steps=2``.
+"""Overrides of a profile's fields from the command line: ``pe-book run --set pretrain.steps=2``.
 
 A path names a field of :class:`~pe_book.experiments.profiles.Profile` (``seq_len``, ``tasks``), a
 field of its pretraining or fine-tuning configuration (``pretrain.steps``, ``finetune.epochs``) or a

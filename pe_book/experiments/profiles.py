@@ -147,7 +147,7 @@ SMOKE = Profile(
 #: whatever CPU a session gets (AMD EPYC with AVX512-BF16, Intel with or without AMX), where "auto"
 #: would train some models in bf16 and others in fp32. Its first budgets were stored under "auto"
 #: on a machine where it meant fp32, and re-stored under the fp32 keys
-#: (``pe-lib adopt --profile scale --rekey-auto-precision``).
+#: (``pe-book adopt --profile scale --rekey-auto-precision``).
 SCALE_MODEL = dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=2, intermediate_size=512,
                    max_position_embeddings=256, rpe_max_distance=64, hidden_dropout_prob=0.0,
                    attention_probs_dropout_prob=0.0, layer_norm="pre", position_init_std=0.0)
@@ -190,7 +190,7 @@ SCALE = Profile(
 #: The cpu profile's budget, chosen by the scale study (chapter 13): 4x (8,000 steps, 16.4M
 #: tokens), the smallest budget at which criteria (a)-(c) all hold. It is the study's recipe
 #: stopped there (the same learning rate at every step, an anytime schedule), so its finished runs
-#: are the first 8,000 steps of the study's (``pe-lib adopt --profile scale --from cpu`` begins the
+#: are the first 8,000 steps of the study's (``pe-book adopt --profile scale --from cpu`` begins the
 #: study's runs from them). Fine-tuning: the study's, on up to 10,000 training examples a sentence task (cola has 2,751),
 #: and 2,000 a span task (a span fine-tuning costs about 3 sentence ones of the same size). 4,000
 #: sentence examples (the first choice, to fit 10 hours) left every 4x model at chance on sst2 and
@@ -199,7 +199,7 @@ SCALE = Profile(
 #: epochs (860 steps, about as many as the other tasks' 625): after 2 epochs (172 steps) the
 #: absolute PEs still predicted one class (results-cpu-cola.jsonl). squad_v2 stays at 2 epochs:
 #: 5 left every model at "no answer" too (results-cpu-squad_v2.jsonl). The whole profile then
-#: costs about 20 h on the 2-core machine (``pe-lib run --profile cpu --dry-run --estimate-from
+#: costs about 20 h on the 2-core machine (``pe-book run --profile cpu --dry-run --estimate-from
 #: cpu``): over the 10 hours asked, because no budget within them meets criteria (a)-(c) (chapter 13).
 CPU = Profile(
     name="cpu",

@@ -240,7 +240,7 @@ class Runner:
         """Train (or find) the run up to ``steps``; its result."""
         data = self.data_fingerprint()
         card = {"profile": f"`{self.profile.name}` ({self.profile.description})", "pretraining seed": pretrain_seed,
-                "corpus": f"`{data['corpus']}` (pe-lib data; {self.corpus_origin()})",
+                "corpus": f"`{data['corpus']}` (pe-book data; {self.corpus_origin()})",
                 "sequence length": data["seq_len"], "layer norm": self.profile.model.get("layer_norm", "post")}
         return pretrain(self.model_config(variant), self.mlm_data(), self.run_pretrain_config(pretrain_seed),
                         self.run_dir(variant, pretrain_seed), progress=self.progress, until=steps,
@@ -288,7 +288,7 @@ class Runner:
         found = self.store.load(variant, stage, config)
         if found is None and not self.compute:
             raise MissingResult(f"{self.store.folder(variant, stage, config)} is not stored, and this runner only reads: "
-                                f"compute it with `pe-lib run --profile {self.profile.name}`")
+                                f"compute it with `pe-book run --profile {self.profile.name}`")
         current = CODE_VERSIONS[CODE_STAGE.get(config["stage"], config["stage"])]
         if found is None and config["code_version"] != current:
             raise InputError(f"{self.store.folder(variant, stage, config)} is not stored, and profile {self.profile.name} "
@@ -328,7 +328,7 @@ class Runner:
             return stored
         if not self.compute and not self.has_weights(variant, pretrain_seed, steps):
             raise MissingResult(f"{self.model_dir(variant, pretrain_seed, steps)} holds no finished model, and this runner "
-                                f"only reads: train it with `pe-lib run --profile {self.profile.name}`")
+                                f"only reads: train it with `pe-book run --profile {self.profile.name}`")
         # checks a finished run folder's (or snapshot's) manifests (fast), or trains up to it; never read unchecked
         self._pretrain(variant, pretrain_seed, steps)
         return self.model_dir(variant, pretrain_seed, steps)
@@ -487,7 +487,7 @@ class Runner:
         """Ensure every artifact of the profile (or of the given variants/tasks); returns stage wall
         times. ``stop``, asked before each model with its artifacts (:meth:`model_plan`), may end
         the run there (a reason in words, kept as :attr:`stopped`), e.g. before a model whose work
-        would not finish in the time left (``pe-lib run --stop-after``)."""
+        would not finish in the time left (``pe-book run --stop-after``)."""
         from pe_lib.data.tasks import get_task
 
         variants = [parse_variant(v).name for v in (variants or self.profile.variants)]
@@ -516,7 +516,7 @@ class Runner:
     def plan(self, variants: list[str] | None = None, tasks: list[str] | None = None) -> list[PlannedArtifact]:
         """Every artifact :meth:`run` would need, in its order, each marked stored (found and
         checksum-valid in the store) or to compute; nothing is computed (the tokenizer, corpus and
-        tasks are read to form the keys, so run ``pe-lib data`` first)."""
+        tasks are read to form the keys, so run ``pe-book data`` first)."""
         variants = [parse_variant(v).name for v in (variants or self.profile.variants)]
         tasks = list(tasks or self.profile.tasks)
         baselines = [("unigram", self.unigram_config())]

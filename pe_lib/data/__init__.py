@@ -11,7 +11,7 @@ Typical use::
     tok = load_tokenizer(vocab_size=8192)   # transformers BertTokenizer, [PAD]=0
     task = load_task("sst2")                # Task: .splits (DatasetDict), .meta, .card
 
-``pe-lib data`` prepares all of it ahead of time; ``pe-lib data --list`` shows the cache.
+``pe-book data`` prepares all of it ahead of time; ``pe-book data --list`` shows the cache.
 """
 from pe_lib.data.cache import CacheError, default_cache_dir
 from pe_lib.data.corpus import Corpus, load_corpus

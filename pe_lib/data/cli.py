@@ -1,4 +1,4 @@
-"""``pe-lib data``: fetch and prepare the corpus, tokenizer and tasks; ``--list`` shows what is cached."""
+"""``pe-book data``: fetch and prepare the corpus, tokenizer and tasks; ``--list`` shows what is cached."""
 from __future__ import annotations
 
 import argparse
@@ -74,7 +74,7 @@ def _report(summary: dict) -> str:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``pe-lib data``; errors are one line on stderr and exit status 1."""
+    """Run ``pe-book data``; errors are one line on stderr and exit status 1."""
     try:
         if args.list:
             print(list_sources(args.cache))
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         summary = prepare_all(args.cache, args.source, args.vocab_size, args.only, progress=not args.no_progress)
         summary["wall_seconds"] = round(time.perf_counter() - start, 1)
     except (SourceUnavailable, CacheError, ArchiveError, ValueError) as exc:
-        print(f"pe-lib data: error: {exc}", file=sys.stderr)
+        print(f"pe-book data: error: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(summary, indent=2) if args.json else f"{_report(summary)}\ndone in {summary['wall_seconds']} s")
     return 0

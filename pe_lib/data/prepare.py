@@ -1,4 +1,4 @@
-"""Fetch every source and prepare the corpus, tokenizers and tasks in one call (``pe-lib data``)."""
+"""Fetch every source and prepare the corpus, tokenizers and tasks in one call (``pe-book data``)."""
 from __future__ import annotations
 
 import os

@@ -289,7 +289,7 @@ def test_a_stored_only_build_refuses_an_incomplete_profile_before_running_anythi
     monkeypatch.setattr(book, "ensure_results", lambda *a: pytest.fail("a stored-only build computed"))
     monkeypatch.setattr(book, "execute_notebook", lambda *a: pytest.fail("a notebook ran"))
     with pytest.raises(book.BookError, match=r"^1 of the 2 planned results of profile smoke are not stored "
-                                             r"\(the first: pretrain-p0 of none\); run `pe-lib run --profile smoke`"):
+                                             r"\(the first: pretrain-p0 of none\); run `pe-book run --profile smoke`"):
         book.build("smoke", root=root, stored_only=True)
 
 

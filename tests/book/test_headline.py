@@ -38,7 +38,7 @@ def test_the_check_refuses_a_headline_the_results_no_longer_give(store, root, mo
     headline.check_readme(store, root)  # just written: what the store gives
     readme, figure = root / "README.md", root / "book" / "_static" / "headline-test.png"
     readme.write_text(readme.read_text().replace("| Fully learnable APE", "| Fully learned APE"))
-    with pytest.raises(PublishError, match=r"headline \(table\) is not what results/test gives; run `pe-lib publish readme"):
+    with pytest.raises(PublishError, match=r"headline \(table\) is not what results/test gives; run `pe-book publish readme"):
         headline.check_readme(store, root)
     headline.update_readme(store, root)
     figure.write_bytes(figure.read_bytes()[:-1])
@@ -54,7 +54,7 @@ def test_markers_and_a_complete_store_are_required(store, root, tmp_path):
 
 def test_an_incomplete_store_is_refused(store, root, monkeypatch):
     monkeypatch.setattr(type(store), "plan", lambda self, *a: [type("A", (), {"stored": False})()])
-    with pytest.raises(PublishError, match="incomplete \\(1 artifacts to compute\\): run `pe-lib run --profile test` first"):
+    with pytest.raises(PublishError, match="incomplete \\(1 artifacts to compute\\): run `pe-book run --profile test` first"):
         headline.update_readme(store, root)
 
 

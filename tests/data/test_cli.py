@@ -1,4 +1,4 @@
-"""``pe-lib data`` through the project's CLI dispatcher, and one check of a real prepared cache if present."""
+"""``pe-book data`` through the project's CLI dispatcher, and one check of a real prepared cache if present."""
 from __future__ import annotations
 
 import json
@@ -39,14 +39,14 @@ def test_prepare_only_some_targets(fake_cache: Path, capsys: pytest.CaptureFixtu
 def test_errors_are_one_line_and_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["data", "--cache", str(tmp_path), "--only", "imagenet"]) == 1
     err = capsys.readouterr().err.strip()
-    assert err.startswith("pe-lib data: error: unknown target") and "\n" not in err and "wordnet" in err
+    assert err.startswith("pe-book data: error: unknown target") and "\n" not in err and "wordnet" in err
 
 
 def test_real_prepared_corpus_if_present() -> None:
-    """Integration: the corpus that `pe-lib data` prepared in the default cache (skipped when absent)."""
+    """Integration: the corpus that `pe-book data` prepared in the default cache (skipped when absent)."""
     prepared = sorted((default_cache_dir() / "prepared").glob("corpus-packaged-*/card.json"))
     if not prepared:
-        pytest.skip("no packaged corpus prepared in the default cache (run `pe-lib data`)")
+        pytest.skip("no packaged corpus prepared in the default cache (run `pe-book data`)")
     card = json.loads(prepared[-1].read_text())
     assert card["total_words"] >= corpus_module.MIN_PACKAGED_WORDS
     assert set(card["sources"]) == set(corpus_module.CORPUS_SOURCES)

@@ -1,7 +1,7 @@
-"""Run ``pe-lib pretrain`` on a tiny corpus and send this process SIGTERM at training step 25 (the
+"""Run ``pe-book pretrain`` on a tiny corpus and send this process SIGTERM at training step 25 (the
 smoke profile checkpoints at step 20), as docker, systemd and SLURM would (used by test_sigterm.py).
 
-    python term_pretrain.py ARGS...   (the arguments of ``pe-lib pretrain``; TERM_AT=0 never signals)
+    python term_pretrain.py ARGS...   (the arguments of ``pe-book pretrain``; TERM_AT=0 never signals)
 """
 import os
 import signal

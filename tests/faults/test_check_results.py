@@ -1,4 +1,4 @@
-"""``pe-lib check-results``: a forged but consistent artifact (a number changed and its manifest
+"""``pe-book check-results``: a forged but consistent artifact (a number changed and its manifest
 re-hashed) passes every manifest check; the check against the commit finds it."""
 import json
 import subprocess
@@ -47,8 +47,8 @@ def test_a_forged_but_consistent_artifact_is_found(repo, capsys):
     assert Store(root / "results", "cpu").read(folder).payload["accuracy"] == 0.99, "the manifests alone pass it"
     code, lines = check(capsys, root)
     assert code == 1
-    assert f"pe-lib check-results: {folder / 'artifact.json'}: differs from its blob at HEAD" in "\n".join(lines)
-    assert f"pe-lib check-results: {folder / 'manifest.json'}: differs from its blob at HEAD" in "\n".join(lines)
+    assert f"pe-book check-results: {folder / 'artifact.json'}: differs from its blob at HEAD" in "\n".join(lines)
+    assert f"pe-book check-results: {folder / 'manifest.json'}: differs from its blob at HEAD" in "\n".join(lines)
     assert lines[-1].endswith("2 problem(s)")
 
 
@@ -68,15 +68,15 @@ def test_a_manifest_that_vouches_for_nothing_is_named(manifest, repo, capsys):
     root, folder = repo
     (folder / "manifest.json").write_text(json.dumps(manifest))
     code, lines = check(capsys, root)
-    assert code == 1 and lines[0] == f"pe-lib check-results: {folder / 'manifest.json'} lists no files"
+    assert code == 1 and lines[0] == f"pe-book check-results: {folder / 'manifest.json'} lists no files"
 
 
 def test_a_deleted_file_is_named(repo, capsys):
     root, folder = repo
     (folder / "arrays.npz").unlink()
     code, lines = check(capsys, root)
-    assert code == 1 and f"pe-lib check-results: {folder / 'arrays.npz'} is missing" in lines
-    assert f"pe-lib check-results: {folder / 'arrays.npz'}: differs from its blob at HEAD (git diff HEAD -- " \
+    assert code == 1 and f"pe-book check-results: {folder / 'arrays.npz'} is missing" in lines
+    assert f"pe-book check-results: {folder / 'arrays.npz'}: differs from its blob at HEAD (git diff HEAD -- " \
            f"{folder / 'arrays.npz'} shows how)" in lines
 
 
@@ -86,7 +86,7 @@ def test_an_uncommitted_artifact_is_named_and_fails_only_when_asked(repo, capsys
     code, lines = check(capsys, root)
     assert code == 0 and "2 file(s) not committed, not checked against git" in lines[-1]
     code, lines = check(capsys, root, "--committed-only")
-    assert code == 1 and f"pe-lib check-results: {new / 'artifact.json'}: not committed" in lines
+    assert code == 1 and f"pe-book check-results: {new / 'artifact.json'}: not committed" in lines
 
 
 def test_outside_a_git_checkout_is_one_line(tmp_path, capsys):

@@ -31,7 +31,7 @@ def test_sigterm_is_one_line_and_status_143(tmp_path, capsys, monkeypatch):
     assert main(["run", "--results", str(tmp_path / "r"), "--cache", str(tmp_path / "c")]) == 143
     assert time.monotonic() - start < 20
     errors = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
-    assert errors == ["pe-lib run: terminated (SIGTERM); finished artifacts and checkpoints are kept, and a rerun "
+    assert errors == ["pe-book run: terminated (SIGTERM); finished artifacts and checkpoints are kept, and a rerun "
                       "resumes from them"]
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL, "the handler is the command's only"
 
@@ -48,7 +48,7 @@ def test_a_terminated_pretraining_keeps_its_checkpoint_and_resumes(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     first = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
     assert first.returncode == 143, first.stderr
-    assert first.stderr.strip().splitlines()[-1].startswith("pe-lib pretrain: terminated (SIGTERM); finished "
+    assert first.stderr.strip().splitlines()[-1].startswith("pe-book pretrain: terminated (SIGTERM); finished "
                                                             "artifacts and checkpoints are kept")
     checkpoints = sorted((out / "checkpoints").glob("step-*"))
     assert [c.name for c in checkpoints] == ["step-00000020"]

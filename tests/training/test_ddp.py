@@ -1,4 +1,4 @@
-"""`accelerate launch` runs `pe-lib pretrain` as 2 CPU processes (DDP over gloo) whose weights agree."""
+"""`accelerate launch` runs `pe-book pretrain` as 2 CPU processes (DDP over gloo) whose weights agree."""
 import json
 import os
 import shutil

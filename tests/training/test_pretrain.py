@@ -278,7 +278,7 @@ WORDS = "the a cat dog sat ran on under mat log and then it was big small red bl
 
 
 def cli_pretrain(tmp_path: Path, processes: int, *extra: str) -> subprocess.CompletedProcess:
-    """``pe-lib pretrain`` of the smoke profile on a tiny corpus, 2 steps in fp32, as ``processes``
+    """``pe-book pretrain`` of the smoke profile on a tiny corpus, 2 steps in fp32, as ``processes``
     processes (torchrun: DDP over gloo on CPUs), in ``tmp_path`` (its data cache and work folder)."""
     corpus, vocab = tmp_path / "corpus.txt", tmp_path / "tok" / "vocab.txt"
     if not corpus.exists():

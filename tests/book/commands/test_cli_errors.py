@@ -63,7 +63,7 @@ def corpus_file(tmp_path, lines: int) -> Path:
 ])
 def test_bad_variants_and_tasks(argv, message, folders, capsys):
     line = one_line(capsys, argv + folders)
-    assert line.startswith(f"pe-lib run: error: {message}") and line.endswith("(--debug shows the traceback)")
+    assert line.startswith(f"pe-book run: error: {message}") and line.endswith("(--debug shows the traceback)")
 
 
 def test_debug_shows_the_traceback(folders):
@@ -73,7 +73,7 @@ def test_debug_shows_the_traceback(folders):
 
 def test_a_step_count_below_one_is_a_usage_error(capsys):
     line = one_line(capsys, ["pretrain", "--variant", "ape-learned", "--steps", "-5"], status=2)
-    assert line.startswith("pe-lib pretrain: error: argument --steps:") and "-5" in line
+    assert line.startswith("pe-book pretrain: error: argument --steps:") and "-5" in line
 
 
 def test_unknown_task_for_finetune_names_the_choices(capsys, tmp_path):
@@ -205,7 +205,7 @@ def test_a_full_disk_is_one_line(tokenizer_dir, capsys, tmp_path, monkeypatch):
     line = one_line(capsys, ["pretrain", "--variant", "ape-learned", "--corpus-file", str(corpus_file(tmp_path, 120)),
                              "--tokenizer", str(tokenizer_dir), "--out", str(run), "--cache", str(tmp_path / "cache"),
                              "--steps", "2", "--batch-size", "2", "--no-progress"])
-    assert line.startswith(f"pe-lib pretrain: error: disk full while writing checkpoint {run}/checkpoints/step-00000002; ")
+    assert line.startswith(f"pe-book pretrain: error: disk full while writing checkpoint {run}/checkpoints/step-00000002; ")
     assert sorted(p.name for p in run.rglob("*.part*")) == []
 
 
@@ -216,7 +216,7 @@ def test_version(capsys):
     with pytest.raises(SystemExit) as info:
         main(["--version"])
     assert info.value.code == 0
-    assert capsys.readouterr().out.startswith("pe-lib 0.")
+    assert capsys.readouterr().out.startswith("pe-book 0.")
 
 
 def test_python_dash_m_and_a_closed_pipe_end_quietly():
@@ -230,6 +230,25 @@ def test_python_dash_m_and_a_closed_pipe_end_quietly():
         os.close(write)
     assert done.stderr == "", "no BrokenPipeError traceback"
     assert done.returncode == 1
+
+
+def test_the_command_is_named_after_its_package_and_the_former_name_still_runs():
+    """``pe-book`` is ``pe_book.cli:main`` (as ``python -m pe_book``); ``pe-lib`` runs the same
+    command for one release after a one-line notice; ``python -m pe_lib`` names the command."""
+    import tomllib
+
+    root = Path(__file__).resolve().parents[3]
+    scripts = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"pe-book": "pe_book.cli:main", "pe-lib": "pe_book.cli:former_main"}
+    former = subprocess.run([sys.executable, "-c", "import sys; from pe_book.cli import former_main; "
+                             "sys.argv = ['pe-lib', 'variants']; sys.exit(former_main())"],
+                            capture_output=True, text=True, timeout=120)
+    assert former.returncode == 0 and "ape-learned" in former.stdout
+    assert former.stderr.splitlines() == ["pe-lib: notice: the command is now called pe-book (the same subcommands "
+                                          "and options; python -m pe_book); pe-lib goes in the next release"]
+    library = subprocess.run([sys.executable, "-m", "pe_lib"], capture_output=True, text=True, timeout=120)
+    assert library.returncode == 2 and library.stdout == ""
+    assert len(library.stderr.splitlines()) == 1 and "pe-book (or python -m pe_book)" in library.stderr
 
 
 def test_requires_python_matches_the_pins():
@@ -251,7 +270,7 @@ def test_an_interrupt_is_one_line_and_status_130(folders, capsys, monkeypatch):
 
 def test_an_estimate_needs_a_dry_run(folders, capsys):
     line = one_line(capsys, ["run", "--estimate-from", "scale"] + folders)
-    assert line.startswith("pe-lib run: error: --estimate-from goes with --dry-run")
+    assert line.startswith("pe-book run: error: --estimate-from goes with --dry-run")
 
 
 # ----------------------------------------------------------------------------- issue 39: every bad value one line
@@ -285,7 +304,7 @@ def ape_model(make_config, tmp_path) -> Path:
 ])
 def test_a_bad_option_value_is_one_line_with_status_2(argv, option, says, capsys):
     line = one_line(capsys, argv, status=2)
-    assert line.startswith(f"pe-lib {argv[0]}: error: argument {option}: {says}"), line
+    assert line.startswith(f"pe-book {argv[0]}: error: argument {option}: {says}"), line
 
 
 @pytest.mark.parametrize("argv, says", [
@@ -294,7 +313,7 @@ def test_a_bad_option_value_is_one_line_with_status_2(argv, option, says, capsys
 ])
 def test_an_option_value_the_model_refutes_is_one_line_with_status_2(argv, says, ape_model, capsys):
     line = one_line(capsys, ["properties", str(ape_model), *argv], status=2)
-    assert line == f"pe-lib properties: error: {says} (pe-lib properties --help shows the usage)"
+    assert line == f"pe-book properties: error: {says} (pe-book properties --help shows the usage)"
 
 
 def test_a_valid_length_is_used_not_the_default(ape_model, capsys):
@@ -307,11 +326,11 @@ def test_a_valid_length_is_used_not_the_default(ape_model, capsys):
 def test_an_over_long_path_is_one_line(where, capsys, tmp_path):
     long = tmp_path / ("a" * 300) if where == "component" else tmp_path.joinpath(*["b" * 200] * 25)
     line = one_line(capsys, ["run", "--results", str(long), "--work", str(tmp_path / "work"), "--cache", str(tmp_path / "cache")])
-    assert line.startswith("pe-lib run: error: path too long (File name too long: ") and "use a shorter one" in line
+    assert line.startswith("pe-book run: error: path too long (File name too long: ") and "use a shorter one" in line
 
 
 def test_an_over_long_out_folder_of_pretrain_is_one_line(tokenizer_dir, capsys, tmp_path):
     line = one_line(capsys, ["pretrain", "--variant", "ape-learned", "--corpus-file", str(corpus_file(tmp_path, 400)),
                              "--tokenizer", str(tokenizer_dir), "--out", str(tmp_path / ("a" * 300)), "--steps", "1",
                              "--cache", str(tmp_path / "cache")])
-    assert line.startswith("pe-lib pretrain: error: path too long (File name too long: ")
+    assert line.startswith("pe-book pretrain: error: path too long (File name too long: ")

@@ -1,7 +1,7 @@
-"""``pe-lib run`` on the gpu profile, as a user with an accelerator runs it, here on a CPU with tiny
+"""``pe-book run`` on the gpu profile, as a user with an accelerator runs it, here on a CPU with tiny
 overrides (``--set``) and offline: the tasks without a packaged analogue are refused in one line,
 ``--tasks`` restricts the dry run, and the whole recipe (gradient accumulation, activation
-checkpointing, every stage) runs end to end. ``pe-lib pretrain`` saves a folder that
+checkpointing, every stage) runs end to end. ``pe-book pretrain`` saves a folder that
 ``pipeline("fill-mask")`` loads."""
 import json
 

@@ -1,4 +1,4 @@
-"""``pe-lib run --set FIELD.PATH=VALUE``: profile fields overridden by path, read as the type they
+"""``pe-book run --set FIELD.PATH=VALUE``: profile fields overridden by path, read as the type they
 replace, and part of the keys of the artifacts they enter."""
 import pytest
 

@@ -133,7 +133,7 @@ def test_changed_config_means_a_new_key(runner, profile):
 def test_a_runner_that_only_reads_refuses_what_is_missing_and_finds_what_is_stored(runner, profile):
     reader = Runner(profile, runner.store.root.parent, runner.work, progress=False, tokenizer=runner.tokenizer,
                     data=runner.mlm_data(), compute=False)
-    with pytest.raises(MissingResult, match=r"unigram-.* is not stored, .*`pe-lib run --profile test`"):
+    with pytest.raises(MissingResult, match=r"unigram-.* is not stored, .*`pe-book run --profile test`"):
         reader.ensure_unigram()
     with pytest.raises(MissingResult, match=r"ape-learned/finetune-sst2-p0-seed1-\w+ is not stored"):
         reader.ensure_finetuned("ape-learned", "sst2", 1)
@@ -350,7 +350,7 @@ def test_verify_can_recompute_only_the_first_pretraining_seeds(runner, profile, 
 
 
 def test_a_run_restricted_to_seeds_variants_or_tasks_calls_nothing_of_the_whole_profile_an_orphan(runner, profile, capsys):
-    """``pe-lib run --dry-run --check`` with ``--pretrain-seeds``, ``--variants`` or ``--tasks``: the
+    """``pe-book run --dry-run --check`` with ``--pretrain-seeds``, ``--variants`` or ``--tasks``: the
     artifacts left out are the whole profile's, not orphans; an artifact of no key still is one."""
     from pe_book.commands.run import dry_run
 
@@ -372,7 +372,7 @@ def test_a_run_restricted_to_seeds_variants_or_tasks_calls_nothing_of_the_whole_
 
 
 def test_verify_defaults_to_the_published_profile():
-    """The committed results are the published profile's: ``pe-lib verify --variant V`` checks them."""
+    """The committed results are the published profile's: ``pe-book verify --variant V`` checks them."""
     from pe_book.book import DEFAULT_PROFILE
     from pe_book.cli import build_parser_for
 
