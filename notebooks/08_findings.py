@@ -212,7 +212,7 @@ plt.close(fig)
 # <baseline> on <column>", never "contradicted". The paper's GLUE-average claims are tested on
 # the order-sensitive classification column, its SQuAD-average claims on the span column.
 #
-# *Choosing the best without peeking.* "The best models on each SQuAD version use fully
+# *Choosing the best without peeking.* "The best models on each span task use fully
 # learnable RPE" compares the best variant with fully learnable RPE with every variant without
 # it; that best variant is chosen on the validation split and the comparison tested on the
 # {glue:text}`split` split, so that the choice does not favour the claim.

@@ -44,7 +44,7 @@ def paper_claims(classification: str = ORDER_SENSITIVE_CLASSIFICATION, span: str
     cannot dilute a difference between position embeddings) and the ``span_tasks``.
 
 
-    "The best models on each SQuAD version use fully learnable RPE" compares, on each span task,
+    "The best models on each span task use fully learnable RPE" compares, on each span task,
     the best variant with ``rpe-learned`` with every variant without it. The best is chosen on
     ``selection``, per-seed scores of the **validation** split (:func:`~pe_book.stats.best_on`),
     and the claim is then tested on the test split: choosing on the tested scores would favour
@@ -57,7 +57,8 @@ def paper_claims(classification: str = ORDER_SENSITIVE_CLASSIFICATION, span: str
         best = (best_on(selection, task, with_learned_rpe) if selection is not None else None) or "rpe-learned"
         best_rpe_learned += [Comparison(best, v, task) for v in PAPER_VARIANTS if v not in with_learned_rpe]
     return [
-        Claim("cls-ape-best", "Fully learnable APE is the best single PE on classification (GLUE average).",
+        Claim("cls-ape-best", "Fully learnable APE is the best single PE on classification (the paper's GLUE average; "
+              "here the order-sensitive classification tasks).",
               tuple(Comparison("ape-learned", v, classification) for v in SINGLE_PES if v != "ape-learned"), "all"),
         Claim("cls-combination", "Among APE+RPE combinations, fully learnable APE + learnable sinusoidal RPE is "
               "relatively better on classification.",
@@ -66,11 +67,11 @@ def paper_claims(classification: str = ORDER_SENSITIVE_CLASSIFICATION, span: str
         Claim("cls-combining-not-always", "Combining APE and RPE does not always help classification "
               "(some combination scores below its APE alone).",
               tuple(Comparison(parse_variant(v).absolute, v, classification) for v in COMBINATIONS), "any"),
-        Claim("span-rpe-beats-ape", "On span prediction (SQuAD average), almost every model with an RPE beats "
-              "fully learnable APE.",
+        Claim("span-rpe-beats-ape", "On span prediction (the paper's SQuAD average; here the span tasks' average), almost "
+              "every model with an RPE beats fully learnable APE.",
               tuple(Comparison(v, "ape-learned", span) for v in rpe_models), "most"),
-        Claim("span-best-learned-rpe", "The best models on each SQuAD version use fully learnable RPE "
-              "(best chosen on the validation split).",
+        Claim("span-best-learned-rpe", "The best models on each span task (each SQuAD version in the paper) use fully "
+              "learnable RPE (best chosen on the validation split).",
               tuple(best_rpe_learned), "all"),
         Claim("span-none-drops", "Span prediction drops sharply without any PE (every PE beats none).",
               tuple(Comparison(v, "none", span) for v in SINGLE_PES + COMBINATIONS), "all"),
