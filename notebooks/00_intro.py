@@ -33,22 +33,22 @@ import matplotlib.pyplot as plt
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import book, plots
+from pe_book import notebook, plots
 from pe_book.chapters import common, intro
 
-book.record_names(globals())
+notebook.record_names(globals())
 
 # %% tags=["parameters", "remove-cell"]
 profile: str = "smoke"  # results profile (smoke, cpu or gpu)
 results: str = "results"  # folder of the artifact store
 
 # %% tags=["remove-cell"]
-params = book.check_notebook_parameters(globals())
+params = notebook.check_notebook_parameters(globals())
 runner = common.open_runner(profile, results)
 result = intro.compute(runner)
-book.glue_all(result.cited)
+notebook.glue_all(result.cited)
 fig = plots.position_maps(result.panels, ncols=3, size=(10 / 3, 3.5))
-book.glue("fig_headline", fig)
+notebook.glue("fig_headline", fig)
 plt.close(fig)
 
 # %% tags=["hide-input"]

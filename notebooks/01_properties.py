@@ -35,10 +35,10 @@
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from pe_book import book, plots
+from pe_book import notebook, plots
 from pe_book.chapters import common, properties
 
-book.record_names(globals())
+notebook.record_names(globals())
 
 # %% [markdown]
 # ## Parameters
@@ -63,11 +63,11 @@ window: int = 8  # offsets 1..window for local monotonicity
 seed: int = 0  # seed of the random initialisation and of the probing words
 
 # %% tags=["hide-input"]
-params = book.check_notebook_parameters(globals())
+params = notebook.check_notebook_parameters(globals())
 runner = common.open_runner(profile, results)
 result = properties.compute(runner, variants, hidden_size, num_heads, num_layers, length, n_words, window, seed)
-book.glue("profile_name", profile)
-book.glue_all(result.cited)
+notebook.glue("profile_name", profile)
+notebook.glue_all(result.cited)
 pd.DataFrame({"value": params})
 
 # %% [markdown]
@@ -137,7 +137,7 @@ result.probe_table.rename(columns=SHORT).style.format("{:.3f}", na_rep="n/a").se
 
 # %% tags=["hide-input"]
 fig = plots.heatmaps(result.probes, ncols=4)
-book.glue("fig_probe", fig)
+notebook.glue("fig_probe", fig)
 plt.close(fig)
 
 # %% [markdown]
@@ -180,7 +180,7 @@ result.gram_table.rename(columns=SHORT).style.format("{:.3f}", na_rep="n/a").set
 maps = {f"APE {k}": v for k, v in result.ape_grams.items() if "+" not in k}
 maps.update({f"RPE {k}": v for k, v in result.rpe_grams.items() if "+" not in k})
 fig = plots.heatmaps(maps, size=3.0, title_size=9, title_height=0.2)
-book.glue("fig_gram", fig)
+notebook.glue("fig_gram", fig)
 plt.close(fig)
 
 # %% [markdown]

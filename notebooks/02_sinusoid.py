@@ -51,11 +51,11 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from pe_book import book
+from pe_book import notebook
 from pe_book.chapters import common, sinusoid
 from pe_lib.sinusoid import psi, psi_prime
 
-book.record_names(globals())
+notebook.record_names(globals())
 
 # %% [markdown]
 # ## Parameters
@@ -75,12 +75,12 @@ max_offset: int = 128  # largest offset m in the plots
 n_bases: int = 41  # number of bases in the sweep, log-spaced from 10 to 10^6
 
 # %% tags=["hide-input"]
-params = book.check_notebook_parameters(globals())
+params = notebook.check_notebook_parameters(globals())
 runner = common.open_runner(profile, results) if pretrained else None
 result = sinusoid.compute(runner, ape_dim, head_dim, base, n_bases)
-book.glue("profile_name", profile)
-book.glue("max_offset", max_offset)
-book.glue_all(result.cited)
+notebook.glue("profile_name", profile)
+notebook.glue("max_offset", max_offset)
+notebook.glue_all(result.cited)
 dims = result.dims
 pd.DataFrame({"value": params})
 
@@ -105,7 +105,7 @@ ax_der.axhline(0, color="black", lw=0.8)
 ax_psi.set(xlabel="offset m", ylabel=r"$\psi(m) / (D/2)$", title=r"$\psi$: dot product at offset m")
 ax_der.set(xlabel="offset m", ylabel=r"$\psi'(m) / (D/2)$", title=r"$\psi'$: its slope")
 ax_psi.legend()
-book.glue("fig_psi", fig)
+notebook.glue("fig_psi", fig)
 plt.close(fig)
 
 # %% [markdown]
@@ -171,7 +171,7 @@ ax_base.set(xscale="log", yscale="log", xlabel="base", ylabel="monotonic range M
             title="(a) frequencies base$^{-2i/D}$")
 ax_scale.set(xscale="log", xlabel="factor c", title=r"(b) frequencies $c \cdot w_i$")
 ax_base.legend(fontsize="small")
-book.glue("fig_range", fig)
+notebook.glue("fig_range", fig)
 plt.close(fig)
 
 # %% [markdown]
@@ -205,7 +205,7 @@ for name, (init, trained) in learned.items():
 ax.axhline(1.0, color="grey", lw=0.8)
 ax.set(xlabel="frequency index i", ylabel="learned / initial frequency")
 ax.legend(fontsize="small")
-book.glue("fig_learned", fig)
+notebook.glue("fig_learned", fig)
 plt.close(fig)
 result.learned_table.style.format({"median |w - w0| / w0": "{:.2e}", "range w0 (real)": "{:.3f}", "range w (real)": "{:.3f}"})
 

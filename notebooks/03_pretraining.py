@@ -36,10 +36,10 @@ import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import book
+from pe_book import notebook
 from pe_book.chapters import common, pretraining
 
-book.record_names(globals())
+notebook.record_names(globals())
 
 # %% [markdown]
 # ## Parameters
@@ -54,11 +54,11 @@ variants: list[str] = []  # position embeddings to show; empty: the profile's (s
 results: str = "results"  # folder of the artifact store
 
 # %% tags=["hide-input"]
-params = book.check_notebook_parameters(globals())
+params = notebook.check_notebook_parameters(globals())
 runner = common.open_runner(profile, results)
 result = pretraining.compute(runner, variants)
-book.glue("profile_name", profile)
-book.glue_all(result.cited)
+notebook.glue("profile_name", profile)
+notebook.glue_all(result.cited)
 common.data_used(params, runner)
 
 # %% [markdown]
@@ -108,7 +108,7 @@ for ax in axes:
     ax.axhline(math.log(result.setup["vocab_size"]), color="grey", lw=0.8, ls="--")
     ax.axhline(result.unigram_loss, color="C3", lw=1.0, ls=":")
 axes[1].legend(fontsize="x-small", ncol=1, loc="center left", bbox_to_anchor=(1.01, 0.5))
-book.glue("fig_curves", fig)
+notebook.glue("fig_curves", fig)
 plt.close(fig)
 
 # %% [markdown]

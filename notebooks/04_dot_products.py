@@ -42,10 +42,10 @@ import matplotlib.pyplot as plt
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import book, plots
+from pe_book import notebook, plots
 from pe_book.chapters import common, dot_products
 
-book.record_names(globals())
+notebook.record_names(globals())
 
 # %% [markdown]
 # ## Parameters
@@ -61,17 +61,17 @@ window: int = 8  # distances 1..window are "near": the diagonal contrast and loc
 small_offset: int = 2  # largest absolute offset counted as small in the RPE band measures
 
 # %% tags=["hide-input"]
-params = book.check_notebook_parameters(globals())
+params = notebook.check_notebook_parameters(globals())
 runner = common.open_runner(profile, results)
 result = dot_products.compute(runner, variants, window, small_offset)
-book.glue("profile_name", profile)
-book.glue_all(result.cited)
+notebook.glue("profile_name", profile)
+notebook.glue_all(result.cited)
 common.data_used(params, runner)
 
 # %% tags=["hide-input"]
 for state in ("trained", "init"):
     fig = plots.position_maps(result.panels(state), ncols=3, size=(10 / 3, 3.5))
-    book.glue(f"fig_paper_{state}", fig)
+    notebook.glue(f"fig_paper_{state}", fig)
     plt.close(fig)
 
 # %% [markdown]
@@ -182,7 +182,7 @@ SHORT = {"monotonicity": "mono.", "monotonicity_local": "local mono.", "translat
 
 # %% tags=["hide-input"]
 fig = plots.position_maps(result.others(), ncols=4, empty="no other variant with an APE or an offset table in this run")
-book.glue("fig_others", fig)
+notebook.glue("fig_others", fig)
 plt.close(fig)
 
 # %% [markdown]

@@ -34,10 +34,10 @@ import matplotlib.pyplot as plt
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import book, plots, tables
+from pe_book import notebook, plots, tables
 from pe_book.chapters import common, probing
 
-book.record_names(globals())
+notebook.record_names(globals())
 
 # %% [markdown]
 # ## Parameters
@@ -52,17 +52,17 @@ results: str = "results"  # folder of the artifact store
 layer: int = 0  # layer whose attention is shown (0: the first)
 
 # %% tags=["hide-input"]
-params = book.check_notebook_parameters(globals())
+params = notebook.check_notebook_parameters(globals())
 runner = common.open_runner(profile, results)
 result = probing.compute(runner, variants, layer)
-book.glue("profile_name", profile)
-book.glue_all(result.cited)
+notebook.glue("profile_name", profile)
+notebook.glue_all(result.cited)
 common.data_used(params, runner)
 
 # %% tags=["hide-input"]
 for state, maps in result.maps.items():
     fig = plots.heatmaps(maps, ncols=5, size=2.8, title_size=8)
-    book.glue(f"fig_probe_{state}", fig)
+    notebook.glue(f"fig_probe_{state}", fig)
     plt.close(fig)
 
 # %% [markdown]

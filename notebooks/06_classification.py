@@ -35,10 +35,10 @@ import matplotlib.pyplot as plt
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import book, plots, tables
+from pe_book import notebook, plots, tables
 from pe_book.chapters import classification, common
 
-book.record_names(globals())
+notebook.record_names(globals())
 
 # %% [markdown]
 # ## Parameters
@@ -55,11 +55,11 @@ seeds: list[int] = []  # fine-tuning seeds; empty: the profile's
 split: str = "test"  # split whose scores are shown: test or validation
 
 # %% tags=["hide-input"]
-params = book.check_notebook_parameters(globals())
+params = notebook.check_notebook_parameters(globals())
 runner = common.open_runner(profile, results)
 result = classification.compute(runner, variants, tasks, seeds, split)
-book.glue("profile_name", profile)
-book.glue_all(result.cited)
+notebook.glue("profile_name", profile)
+notebook.glue_all(result.cited)
 common.data_used(params, runner, result.tasks)
 
 # %% [markdown]
@@ -106,7 +106,7 @@ floor = result.floor
 fig = plots.score_panels(result.per_seed, result.tasks + ["average"], result.order(),
                          [(floor.loc[classification.CONSTANT], plots.BASELINE_STYLE),
                           (floor.loc[classification.BOW], plots.RULE_STYLE)])
-book.glue("fig_scores", fig)
+notebook.glue("fig_scores", fig)
 plt.close(fig)
 
 # %% [markdown]

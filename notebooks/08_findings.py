@@ -42,10 +42,10 @@ import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import book, tables
+from pe_book import notebook, tables
 from pe_book.chapters import common, findings
 
-book.record_names(globals())
+notebook.record_names(globals())
 
 # %% [markdown]
 # ## Parameters
@@ -64,11 +64,11 @@ layer: int = 0  # probed layer whose indicators are correlated with the scores
 alpha: float = 0.05  # significance level of the verdicts (familywise per claim) and of the correlations
 
 # %% tags=["hide-input"]
-params = book.check_notebook_parameters(globals())
+params = notebook.check_notebook_parameters(globals())
 runner = common.open_runner(profile, results)
 result = findings.compute(runner, variants, seeds, split, layer, alpha)
-book.glue("profile_name", profile)
-book.glue_all(result.cited)
+notebook.glue("profile_name", profile)
+notebook.glue_all(result.cited)
 common.data_used(params, runner, runner.profile.tasks)
 
 # %% [markdown]
@@ -103,7 +103,7 @@ for ax in axes.flat[len(panels):]:
     ax.set_axis_off()
 handles = [plt.Line2D([], [], marker="o", ls="", color=c) for c in sns.color_palette(n_colors=len(hue_order))]
 fig.legend(handles, hue_order, loc="outside lower center", ncols=len(hue_order), fontsize=9)
-book.glue("fig_scatter", fig)
+notebook.glue("fig_scatter", fig)
 plt.close(fig)
 (correlation.rename(index=tables.LABELS, level=0).style.format({"rho": "{:+.2f}", "p": "{:.3f}"}, na_rep="n/a")
  .set_table_attributes('class="dataframe"'))

@@ -30,10 +30,10 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from pe_book import book
+from pe_book import notebook
 from pe_book.chapters import performance
 
-book.record_names(globals())
+notebook.record_names(globals())
 
 # %% [markdown]
 # ## Parameters
@@ -42,9 +42,9 @@ book.record_names(globals())
 bench_json: str = "results/bench.json"  # output of `make bench` (python -m pe_book.bench --json ...)
 
 # %% tags=["hide-input"]
-params = book.check_notebook_parameters(globals())
+params = notebook.check_notebook_parameters(globals())
 result = performance.compute(bench_json)
-book.glue_all(result.cited)
+notebook.glue_all(result.cited)
 pd.DataFrame({"value": params})
 
 # %% [markdown]
@@ -80,7 +80,7 @@ ax.axhline(1.0, color="grey", lw=0.8)
 ax.set(xlabel="", ylabel="step time / ape-learned's")
 ax.tick_params(axis="x", rotation=45)
 ax.legend(title="tokens")
-book.glue("fig_variants", fig)
+notebook.glue("fig_variants", fig)
 plt.close(fig)
 
 # %% [markdown]
@@ -110,7 +110,7 @@ for ax, (key, label) in zip(axes, (("s", "seconds (forward + backward)"), ("peak
     ax.plot(relative["seq"], relative[f"naive_{key}"], marker="s", label="naive einsum (HF v4)")
     ax.set(xscale="log", yscale="log", xlabel="sequence length", ylabel=label)
     ax.legend()
-book.glue("fig_relative", fig)
+notebook.glue("fig_relative", fig)
 plt.close(fig)
 
 # %% [markdown]
@@ -171,7 +171,7 @@ if len(profile):
     shares.plot.barh(stacked=True, ax=ax, colormap="tab20c", width=0.7)
     ax.set(xlabel="share of forward + backward operator time (%)", ylabel="")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, frameon=False)
-    book.glue("fig_profile", fig)
+    notebook.glue("fig_profile", fig)
     plt.close(fig)
 result.floor
 
@@ -224,7 +224,7 @@ if len(result.finetune_time):
     result.finetune_time.iloc[::-1].plot.barh(stacked=True, ax=ax, colormap="tab20c", width=0.7)
     ax.set(xlabel="seconds", ylabel="")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=4, frameon=False)
-    book.glue("fig_finetune", fig)
+    notebook.glue("fig_finetune", fig)
     plt.close(fig)
 
 # %% [markdown]

@@ -41,10 +41,10 @@ import matplotlib.pyplot as plt
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import book, plots
+from pe_book import notebook, plots
 from pe_book.chapters import common, real_models
 
-book.record_names(globals())
+notebook.record_names(globals())
 
 # %% [markdown]
 # ## Parameters
@@ -66,11 +66,11 @@ length: int = 128  # positions analysed
 window: int = 8  # offsets 1..window for local monotonicity and the near cosine
 
 # %% tags=["hide-input"]
-params = book.check_notebook_parameters(globals())
+params = notebook.check_notebook_parameters(globals())
 runner = common.open_runner(profile, results)
 result = real_models.compute(runner, models, variants, length, window)
-book.glue("profile_name", profile)
-book.glue_all(result.cited)
+notebook.glue("profile_name", profile)
+notebook.glue_all(result.cited)
 common.data_used(params, runner)
 
 # %% [markdown]
@@ -91,7 +91,7 @@ result.provenance.style.set_caption("Provenance of each real model's position ma
 # %% tags=["hide-input"]
 # robust: colours span the 2nd-98th percentiles, so one long vector (p_0) does not darken the rest
 fig = plots.heatmaps(result.maps(), ncols=4, size=3.25, title_size=8, robust=True, axis_labels=("position y", "position x"))
-book.glue("fig_real_maps", fig)
+notebook.glue("fig_real_maps", fig)
 plt.close(fig)
 
 # %% [markdown]

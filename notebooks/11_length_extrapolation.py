@@ -51,10 +51,10 @@ import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import book
+from pe_book import notebook
 from pe_book.chapters import common, length_extrapolation
 
-book.record_names(globals())
+notebook.record_names(globals())
 
 # %% [markdown]
 # ## Parameters
@@ -69,11 +69,11 @@ variants: list[str] = []  # position embeddings to show; empty: the profile's
 results: str = "results"  # folder of the artifact store
 
 # %% tags=["hide-input"]
-params = book.check_notebook_parameters(globals())
+params = notebook.check_notebook_parameters(globals())
 runner = common.open_runner(profile, results)
 result = length_extrapolation.compute(runner, variants)
-book.glue("profile_name", profile)
-book.glue_all(result.cited)
+notebook.glue("profile_name", profile)
+notebook.glue_all(result.cited)
 common.data_used(params, runner)
 
 # %% [markdown]
@@ -139,7 +139,7 @@ for ax, column, label in zip(axes, ("loss", "change"), ("MLM loss (nats)", "loss
     ax.minorticks_off()
 axes[1].axhline(0, color="grey", lw=0.8, ls="--")
 axes[1].legend(fontsize="x-small", loc="center left", bbox_to_anchor=(1.01, 0.5))
-book.glue("fig_lengths", fig)
+notebook.glue("fig_lengths", fig)
 plt.close(fig)
 
 # %% [markdown]
@@ -181,7 +181,7 @@ for column, panel in enumerate(panels):
         ax.set(title=panel if row == 0 else "", xlabel="position in the input" if row else "",
                ylabel=label if column == 0 else "")
     axes[0, column].legend(fontsize="x-small", loc="best")
-book.glue("fig_positions", fig)
+notebook.glue("fig_positions", fig)
 plt.close(fig)
 
 # %% [markdown]

@@ -52,10 +52,10 @@ import matplotlib.pyplot as plt
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import book, plots, tables
+from pe_book import notebook, plots, tables
 from pe_book.chapters import cls_untying, common
 
-book.record_names(globals())
+notebook.record_names(globals())
 
 # %% [markdown]
 # ## Parameters
@@ -74,11 +74,11 @@ seeds: list[int] = []  # fine-tuning seeds; empty: the profile's
 split: str = "test"  # split whose scores are shown: test or validation
 
 # %% tags=["hide-input"]
-params = book.check_notebook_parameters(globals())
+params = notebook.check_notebook_parameters(globals())
 runner = common.open_runner(profile, results)
 result = cls_untying.compute(runner, variants, reference, tasks, seeds, split)
-book.glue("profile_name", profile)
-book.glue_all(result.cited)
+notebook.glue("profile_name", profile)
+notebook.glue_all(result.cited)
 common.data_used(params, runner, result.tasks)
 
 # %% [markdown]
@@ -116,7 +116,7 @@ columns = [c for c in ("classification", "span") if c in result.per_seed.columns
 reference_line = {c: result.summary.loc[result.reference, (c, "mean")] for c in columns}
 fig = plots.score_panels(result.per_seed, columns, result.compared, [(reference_line, {"color": "C3", "ls": "--", "lw": 0.9})],
                          title="{} average", row_height=0.45, width=4.2)
-book.glue("fig_cls_gap", fig)
+notebook.glue("fig_cls_gap", fig)
 plt.close(fig)
 
 # %% [markdown]

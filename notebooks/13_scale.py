@@ -39,10 +39,10 @@ import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import book
+from pe_book import notebook
 from pe_book.chapters import common, scale
 
-book.record_names(globals())
+notebook.record_names(globals())
 
 # %% [markdown]
 # ## Parameters
@@ -67,12 +67,12 @@ finetune_screen_epochs: list[str] = ["studies/finetune_screen/results-cpu-cola.j
 cpu: str = "cpu"  # the profile whose budget the study chooses (priced, compared and checked below)
 
 # %% tags=["hide-cell"]
-params = book.check_notebook_parameters(globals())
+params = notebook.check_notebook_parameters(globals())
 runner = common.open_runner(profile, results)
 cpu_runner = common.open_runner(cpu, results)
 study = scale.compute(runner, variants, tasks, cpu=cpu_runner)
-book.glue("profile_name", profile)
-book.glue_all(study.cited)
+notebook.glue("profile_name", profile)
+notebook.glue_all(study.cited)
 common.data_used(params, runner, study.tasks)
 
 # %% [markdown]
@@ -88,7 +88,7 @@ common.data_used(params, runner, study.tasks)
 
 # %% tags=["hide-input"]
 screened = scale.recipe_screen(screen)
-book.glue("screen_runs", screened["run"].nunique())
+notebook.glue("screen_runs", screened["run"].nunique())
 screened.style.format({"peak lr": "{:g}", "warm-up": "{:g}", "masking": "{:.2f}", "dropout": "{:g}",
                        "position init std": "{:g}", "position lr x": "{:g}", "sinusoid scale": "{:g}",
                        "tokens (M)": "{:.2f}", "validation loss": "{:.3f}", "unigram loss": "{:.3f}",
@@ -136,7 +136,7 @@ screened.style.format({"peak lr": "{:g}", "warm-up": "{:g}", "masking": "{:.2f}"
 
 # %% tags=["hide-input"]
 screen_table, screen_best = scale.finetune_screen_table(scale.finetune_screen(finetune_screen))
-book.glue("screen_best", screen_best)
+notebook.glue("screen_best", screen_best)
 
 
 def styled_screen(table):
@@ -164,7 +164,7 @@ styled_screen(screen_table)
 # %% tags=["hide-input"]
 screen_cpu = scale.cpu_finetune_screen(finetune_screen_cpu, runner, cpu_runner.profile.pretrain.steps)
 screen_cpu_table, screen_cpu_best = scale.finetune_screen_table(screen_cpu)
-book.glue("screen_cpu_best", screen_cpu_best)
+notebook.glue("screen_cpu_best", screen_cpu_best)
 styled_screen(screen_cpu_table)
 
 # %% [markdown]
@@ -181,7 +181,7 @@ styled_screen(screen_cpu_table)
 
 # %% tags=["hide-input"]
 screen_epochs_table, screen_epochs_best = scale.finetune_screen_table(scale.epochs_screen(finetune_screen_epochs, cpu_runner))
-book.glue("screen_epochs_best", screen_epochs_best)
+notebook.glue("screen_epochs_best", screen_epochs_best)
 styled_screen(screen_epochs_table)
 
 # %% [markdown]
@@ -234,7 +234,7 @@ for ax in axes:
     ax.set_xlim(min(study.budget_tokens) / 1.5, max(study.budget_tokens) * 1.5)  # every kept budget, stored or not
     ax.set_xlabel("pretraining tokens")
     ax.legend(fontsize="x-small")
-book.glue("fig_scale", fig)
+notebook.glue("fig_scale", fig)
 plt.close(fig)
 
 # %% [markdown]

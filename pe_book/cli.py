@@ -4,9 +4,10 @@ The command is named after the package that holds it (``python -m pe_book`` is t
 former name ``pe-lib`` still works for one release, with a notice; :mod:`pe_lib` is the library and
 has no command line of its own (``python -m pe_lib`` names this one).
 
-Each subcommand lives in the module that does the work; that module exposes
-``configure(parser)`` (add its arguments) and ``run(args) -> int``. Modules are imported
-only when their subcommand runs, so ``pe-book --help`` stays fast.
+Each subcommand is one module (``pe_book.commands.<name>``; ``pe_lib.data.cli`` for ``data``),
+a thin layer over the modules that do the work; it exposes ``configure(parser)`` (add its
+arguments) and ``run(args) -> int``. Modules are imported only when their subcommand runs, so
+``pe-book --help`` stays fast.
 
 Errors. The project's own errors (:class:`pe_lib.errors.PeLibError` and its subclasses: bad
 input, a full disk, an unwritable or locked folder, a missing data source) are printed as one
@@ -44,8 +45,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("pe_book.commands.verify", "recompute one variant from scratch and compare it with the committed results"),
     "check-results": ("pe_book.commands.check_results", "check a results folder against its manifests and its blobs at HEAD"),
     "properties": ("pe_book.commands.properties", "property indicators of a model's position embeddings"),
-    "book": ("pe_book.book", "execute the notebooks with papermill and build the Jupyter Book"),
-    "publish": ("pe_book.publish", "the repository URL, its check, and the Colab notebooks of the published book"),
+    "book": ("pe_book.commands.book", "execute the notebooks with papermill and build the Jupyter Book"),
+    "publish": ("pe_book.commands.publish", "the repository URL, its check, and the Colab notebooks of the published book"),
 }
 
 

@@ -12,7 +12,7 @@ the branch ``colab``, which the workflow rewrites on every publication with one 
 chapter (:func:`write_colab_notebooks`). Each notebook's first cell clones the repository at the
 commit the book was built from, installs it, and moves into the clone, so the chapter finds the
 package of that commit and its committed results, and runs unchanged under the parameters of the
-published page.
+published page. The command line (``pe-book publish``) is :mod:`pe_book.commands.publish`.
 """
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ import copy
 import json
 import re
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pe_book.book import DEFAULT_PROFILE
 from pe_lib.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,65 +126,18 @@ def colab_notebook(source: Path, repository: str, commit: str, parameters: dict[
     return nb
 
 
-def write_colab_notebooks(out: Path, commit: str, profile: str, root: Path = ROOT) -> list[Path]:
-    """One Colab notebook per chapter, ``out/book/<chapter>.ipynb`` (the branch ``colab``'s layout)."""
+def write_colab_notebooks(out: Path, commit: str, chapters: Mapping[Path, dict[str, Any]], root: Path = ROOT) -> list[Path]:
+    """One Colab notebook per chapter, ``out/book/<chapter>.ipynb`` (the branch ``colab``'s layout):
+    ``chapters`` maps each chapter's source to its parameters (the published profile's:
+    :func:`pe_book.book.chapter_parameters`)."""
     import nbformat
-
-    from pe_book.book import BOOK_PROFILES, notebook_paths
 
     repository = repository_url(root)
     written = []
-    for source in notebook_paths(root):
-        nb = colab_notebook(source, repository, commit, BOOK_PROFILES[profile].get(source.stem, {}))
+    for source, parameters in chapters.items():
+        nb = colab_notebook(source, repository, commit, parameters)
         target = out / "book" / f"{source.stem}.ipynb"
         target.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, target)
         written.append(target)
     return written
-
-
-# ----------------------------------------------------------------------------- CLI
-
-
-def configure(parser) -> None:
-    sub = parser.add_subparsers(dest="action", required=True)
-    colab = sub.add_parser("colab", help="write the Colab notebooks of the chapters (the branch colab's files)")
-    colab.add_argument("--commit", required=True, help="the 40-digit commit the book was built from")
-    colab.add_argument("--out", required=True, help="folder to write book/<chapter>.ipynb into")
-    colab.add_argument("--profile", default=DEFAULT_PROFILE,
-                       help=f"the published book's profile, its chapters' parameters (default: {DEFAULT_PROFILE})")
-    check = sub.add_parser("check", help="refuse a repository URL that is not the repository being published")
-    check.add_argument("--github-repository", help="<owner>/<name> (default: $GITHUB_REPOSITORY)")
-    sub.add_parser("url", help="print the repository URL and the book's address")
-    readme = sub.add_parser("readme", help="write the README's headline figure and table from a profile's complete results")
-    readme.add_argument("--profile", default=DEFAULT_PROFILE,
-                        help=f"the profile whose committed results are shown (default: {DEFAULT_PROFILE})")
-    readme.add_argument("--results", default="results", help="artifact store folder (default: results/)")
-    readme.add_argument("--check", action="store_true",
-                        help="write nothing: fail unless the README's headline and figure are what the results give")
-
-
-def run(args) -> int:
-    import os
-
-    if args.action == "colab":
-        for path in write_colab_notebooks(Path(args.out), args.commit, args.profile):
-            print(path)
-    elif args.action == "readme":
-        from pe_book.chapters.common import open_runner
-        from pe_book.headline import check_readme, update_readme
-
-        if args.check:
-            check_readme(open_runner(args.profile, args.results))
-            print(f"README.md: the headline is what results/{args.profile} gives")
-        else:
-            print(update_readme(open_runner(args.profile, args.results)))
-    elif args.action == "check":
-        url = repository_url()
-        check_repository(url, args.github_repository or os.environ.get("GITHUB_REPOSITORY"))
-        print(f"publishing {url} -> {pages_url(url)}")
-    else:
-        url = repository_url()
-        print(url)
-        print(pages_url(url))
-    return 0

@@ -1,7 +1,10 @@
 """The flow of the package: text -> data -> models -> training -> experiments -> chapters -> book.
 No module imports one above it (function-level imports included), so the library stands apart
-from the book's application; a module this map does not place fails the test until it is placed."""
+from the book's application; a module this map does not place fails the test until it is placed.
+Nor do two modules import each other, directly or through others (an import circle), within a
+layer or across it."""
 import ast
+from collections import deque
 from pathlib import Path
 
 import pytest
@@ -16,7 +19,7 @@ LAYERS = (
     ("training", {"pe_lib.training", "pe_lib.extrapolation", "pe_lib.pretrained_pes"}),
     ("experiments", {"pe_book.experiments", "pe_book.stats"}),
     ("chapters", {"pe_book.tables", "pe_book.claims", "pe_book.plots", "pe_book.chapters", "pe_book.bench"}),
-    ("book", {"pe_book.book", "pe_book.book_check", "pe_book.publish", "pe_book.headline"}),
+    ("book", {"pe_book.notebook", "pe_book.book", "pe_book.book_check", "pe_book.publish", "pe_book.headline"}),
     ("command line", {"pe_book", "pe_book.commands", "pe_book.cli", "pe_book.__main__"}),
 )
 
@@ -52,13 +55,46 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def import_graph() -> dict[str, set[str]]:
+    """Each module of the packages -> the modules of the packages it imports (function-level imports included)."""
+    paths = sorted(p for package in PACKAGES for p in (ROOT / package).rglob("*.py"))
+    return {module_name(path): imports(path) - {module_name(path)} for path in paths}
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every import circle of ``graph``, once: for each module, the shortest path of imports that
+    leads from it back to it (``[a, b, a]``), unless a circle of the same modules was found first."""
+    found, seen = [], set()
+    for start in sorted(graph):
+        before = {}  # module -> the module that imports it on a shortest path from start
+        queue = deque([start])
+        while queue and start not in before:
+            module = queue.popleft()
+            for other in sorted(graph.get(module, ())):
+                if other not in before:
+                    before[other] = module
+                    queue.append(other)
+        if start in before:
+            circle, module = [start], before[start]
+            while module != start:
+                circle.append(module)
+                module = before[module]
+            circle = [start, *reversed(circle[1:]), start]
+            if frozenset(circle) not in seen:
+                seen.add(frozenset(circle))
+                found.append(circle)
+    return found
+
+
 def test_no_module_imports_a_layer_above_its_own():
-    upward = []
-    for path in sorted(p for package in PACKAGES for p in (ROOT / package).rglob("*.py")):
-        me = module_name(path)
-        upward += [f"{me} ({LAYERS[layer(me)][0]}) imports {other} ({LAYERS[layer(other)][0]})"
-                   for other in sorted(imports(path)) if layer(other) > layer(me)]
+    upward = [f"{me} ({LAYERS[layer(me)][0]}) imports {other} ({LAYERS[layer(other)][0]})"
+              for me, imported in import_graph().items() for other in sorted(imported) if layer(other) > layer(me)]
     assert not upward, "\n".join(upward)
+
+
+def test_no_modules_import_each_other():
+    found = circles(import_graph())
+    assert not found, "import circles:\n" + "\n".join(" -> ".join(circle) for circle in found)
 
 
 def test_the_check_sees_function_level_imports(tmp_path):
@@ -68,3 +104,9 @@ def test_the_check_sees_function_level_imports(tmp_path):
     assert layer("pe_lib.data.tasks") < layer("pe_lib.training.pretrain") < layer("pe_book.chapters.common")
     with pytest.raises(AssertionError, match="pe_lib.newcomer is in no layer"):
         layer("pe_lib.newcomer")
+
+
+def test_the_circle_check_finds_each_circle_once():
+    graph = {"a": {"b"}, "b": {"c", "d"}, "c": {"a"}, "d": {"b"}, "e": {"a"}}
+    assert circles(graph) == [["a", "b", "c", "a"], ["b", "d", "b"]]
+    assert circles({"a": {"b"}, "b": set()}) == []

@@ -1,9 +1,7 @@
-"""The book machinery: parameter validation, notebook execution, layout and the built HTML.
-
-Fast unit tests first; then papermill runs of the sinusoid notebook with small parameters
-(a few seconds each: a kernel start and the imports); last, an end-to-end build of a copy of the
-book plus the headless-browser check (marked slow; skipped without chromium/chromedriver).
-"""
+"""The book machinery: the chapters' parameters per profile, the layout, notebook execution
+(papermill runs with small parameters, a few seconds each: a kernel start and the imports), the
+browser check's link and text checks, the glued values. The notebooks' parameter checks and glue
+themselves: test_notebook.py."""
 from __future__ import annotations
 
 import os
@@ -14,136 +12,38 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pe_book import book
-from pe_book.book import ParameterError, check_notebook_parameters, check_parameters, record_names
+from pe_book import book, notebook
+from pe_book.notebook import check_parameters
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.py"))
 SMALL_SINUSOID = {"max_offset": 8, "n_bases": 3, "pretrained": False}
 
 
-# ----------------------------------------------------------------------------- check_parameters
-
-
-DECLARED = {"seed": int, "lr": float, "name": str, "flag": bool, "variants": list[str],
-            "dims": tuple[int, ...], "limit": int | None}
-
-
-def test_check_parameters_accepts_valid_values():
-    given = {"seed": 3, "lr": 1, "name": "x", "flag": False, "variants": ["a", "b"], "dims": (1, 2),
-             "limit": None}
-    assert check_parameters(given, DECLARED) == given
-    assert check_parameters({}, DECLARED) == {}
-
-
-def test_check_parameters_rejects_unknown_name_and_names_the_valid_ones():
-    with pytest.raises(ParameterError) as info:
-        check_parameters({"seeed": 1}, DECLARED)
-    message = str(info.value)
-    assert "unknown parameter 'seeed'" in message
-    assert "did you mean 'seed'?" in message
-    assert "valid parameters: dims, flag, limit, lr, name, seed, variants" in message
-    assert isinstance(info.value, ValueError)
-
-
-@pytest.mark.parametrize(
-    "name, value",
-    [("seed", "1"), ("seed", 1.5), ("seed", True), ("lr", "0.1"), ("name", 3), ("flag", 1),
-     ("variants", "ape-sin"), ("variants", ["a", 2]), ("dims", [1, 2]), ("limit", "none")],
-)
-def test_check_parameters_rejects_wrong_types(name, value):
-    with pytest.raises(ParameterError, match=f"parameter '{name}' must be"):
-        check_parameters({name: value}, DECLARED)
-
-
-# ----------------------------------------------------------------------------- in a namespace
-
-
-def _namespace_after_parameters(**injected):
-    """A namespace as a kernel has it after: setup cell (with an output), parameters cell, injected
-    cell. IPython appends each cell's source to ``In`` and binds ``_iN`` to it."""
-    output = object()
-    ns = {"__name__": "__main__", "sys": object(), "In": ["", "import sys"], "Out": {1: output}, "_i1": "import sys",
-          "_1": output, "_": output}
-    record_names(ns)
-    ns["In"].append("seed: int = 0")
-    ns["__annotations__"] = {"seed": int, "variants": list[str]}
-    ns.update(seed=0, variants=["ape-sin"], _i2="seed: int = 0", _i="import sys", _ii="")  # the parameters cell
-    ns["In"].append("# Parameters")
-    ns.update(injected, _i3="# Parameters")  # papermill's injected cell
-    return ns
-
-
-def test_check_notebook_parameters_returns_the_declared_values():
-    ns = _namespace_after_parameters(seed=4)
-    assert check_notebook_parameters(ns) == {"seed": 4, "variants": ["ape-sin"]}
-
-
-def test_check_notebook_parameters_rejects_an_injected_unknown_name():
-    with pytest.raises(ParameterError, match="unknown parameter 'seeed'.*valid parameters: seed, variants"):
-        check_notebook_parameters(_namespace_after_parameters(seeed=4))
-
-
-def test_check_notebook_parameters_rejects_rebinding_an_existing_name():
-    with pytest.raises(ParameterError, match="unknown parameter 'sys'"):
-        check_notebook_parameters(_namespace_after_parameters(sys=1))
-
-
-@pytest.mark.parametrize("name", ["In", "Out", "__foo__", "_oh", "_i5", "_7", "_"])
-def test_check_notebook_parameters_rejects_names_shaped_like_ipythons(name):
-    with pytest.raises(ParameterError, match=f"unknown parameter '{name}'.*valid parameters: seed, variants"):
-        check_notebook_parameters(_namespace_after_parameters(**{name: 1}))
-
-
-def test_check_notebook_parameters_accepts_what_ipython_binds_itself():
-    ns = _namespace_after_parameters()
-    ns.update(_i4=ns["In"][2], __=ns["Out"][1])
-    assert check_notebook_parameters(ns) == {"seed": 0, "variants": ["ape-sin"]}
-
-
-def test_check_notebook_parameters_rejects_a_wrong_type():
-    with pytest.raises(ParameterError, match="parameter 'variants' must be list\\[str\\], got str"):
-        check_notebook_parameters(_namespace_after_parameters(variants="ape-sin"))
-
-
-def test_check_notebook_parameters_needs_record_names():
-    with pytest.raises(RuntimeError, match="record_names"):
-        check_notebook_parameters({"__annotations__": {"seed": int}, "seed": 0})
-
-
 # ----------------------------------------------------------------------------- the notebooks
-
-
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_parameters_cell_is_typed_and_papermill_reads_it(path, tmp_path):
-    import jupytext
-    import nbformat
-    import papermill
-
-    declared = book.declared_parameters(path)
-    assert declared, f"{path.name} declares no parameters"
-    nb = jupytext.read(path)
-    assert nb.metadata["kernelspec"]["name"] == "python3"
-    nbformat.write(nb, tmp_path / "nb.ipynb")
-    inferred = papermill.inspect_notebook(str(tmp_path / "nb.ipynb"))  # what `papermill --help-notebook` shows
-    assert set(inferred) == set(declared)
-    for name, parameter in inferred.items():
-        assert parameter["inferred_type_name"] != "None", f"papermill cannot read the type of {name}"
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    at = next(i for i, c in enumerate(code) if "parameters" in c.metadata.get("tags", []))
-    assert code[at - 1].source.rstrip().endswith("book.record_names(globals())")
-    assert "book.check_notebook_parameters(globals())" in code[at + 1].source.splitlines()[0]
 
 
 @pytest.mark.parametrize("profile", sorted(book.BOOK_PROFILES))
 def test_profiles_name_real_notebooks_and_valid_parameters(profile):
-    declared = {p.stem: book.declared_parameters(p) for p in NOTEBOOKS}
+    declared = {p.stem: notebook.declared_parameters(p) for p in NOTEBOOKS}
     for name, overrides in book.BOOK_PROFILES[profile].items():
         assert name in declared, f"BOOK_PROFILES[{profile!r}] names a missing notebook {name!r}"
         check_parameters(overrides, declared[name])
     for path in NOTEBOOKS:  # a notebook's defaults are the smoke profile's, so the smoke book needs no overrides
         default = re.search(r'^profile: str = "(\w+)"', path.read_text(), re.M)
         assert default is None or default.group(1) == "smoke", path.name
+
+
+def test_chapter_parameters_give_every_notebook_its_parameters_under_a_profile():
+    chapters = book.chapter_parameters("cpu")
+    assert list(chapters) == NOTEBOOKS
+    assert chapters[ROOT / "notebooks" / "13_scale.py"] == {"profile": "scale"}
+    assert chapters[ROOT / "notebooks" / "09_performance.py"] == {}
+    chapters[ROOT / "notebooks" / "13_scale.py"]["profile"] = "changed"  # a copy: the profiles stay as they are
+    assert book.BOOK_PROFILES["cpu"]["13_scale"] == {"profile": "scale"}
+    assert all(parameters == {} for parameters in book.chapter_parameters("smoke").values())
+    with pytest.raises(book.BookError, match="unknown profile 'gpu'; valid: smoke, cpu"):
+        book.chapter_parameters("gpu")
 
 
 def test_book_profiles_are_experiment_profiles():
@@ -173,48 +73,7 @@ def test_book_layout_and_offline_configuration():
         assert f"{{{key}," in bib
 
 
-# ----------------------------------------------------------------------------- papermill runs
-
-
-def _run_papermill(tmp_path, parameters):
-    import jupytext
-    import papermill
-
-    return papermill.execute_notebook(
-        jupytext.read(ROOT / "notebooks" / "02_sinusoid.py"), str(tmp_path / "out.ipynb"),
-        parameters=parameters, kernel_name="python3", cwd=str(ROOT), progress_bar=False,
-    )
-
-
-def test_papermill_run_with_an_unknown_parameter_fails_clearly(tmp_path):
-    from papermill.exceptions import PapermillExecutionError
-
-    with pytest.raises(PapermillExecutionError) as info:
-        _run_papermill(tmp_path, {**SMALL_SINUSOID, "n_basez": 3})
-    assert info.value.ename == "ParameterError"
-    assert "unknown parameter 'n_basez' (did you mean 'n_bases'?)" in info.value.evalue
-    assert "valid parameters: ape_dim, base, head_dim, max_offset, n_bases, pretrained, profile, results" in info.value.evalue
-
-
-@pytest.mark.parametrize("name", ["In", "__foo__"])
-def test_papermill_run_with_a_parameter_named_like_ipythons_fails_clearly(name, tmp_path):
-    from papermill.exceptions import PapermillExecutionError
-
-    with pytest.raises(PapermillExecutionError) as info:
-        _run_papermill(tmp_path, {**SMALL_SINUSOID, name: 1})
-    assert info.value.ename == "ParameterError"
-    assert f"unknown parameter '{name}'" in info.value.evalue
-
-
-def test_papermill_run_with_a_wrongly_typed_parameter_fails_clearly(tmp_path):
-    from papermill.exceptions import PapermillExecutionError
-
-    with pytest.raises(PapermillExecutionError) as info:
-        _run_papermill(tmp_path, {**SMALL_SINUSOID, "ape_dim": "768"})
-    assert info.value.ename == "ParameterError"
-    assert "parameter 'ape_dim' must be int, got str '768'" in info.value.evalue
-    # one line, not a traceback: in papermill's message and in the failed notebook
-    assert info.value.traceback == [f"ParameterError: {info.value.evalue}"]
+# ----------------------------------------------------------------------------- executing the notebooks
 
 
 def _copy_book(dst: Path) -> Path:
@@ -294,12 +153,12 @@ def test_a_stored_only_build_refuses_an_incomplete_profile_before_running_anythi
 
 
 ONLY_READS = """# %%
-from pe_book import book
-book.record_names(globals())
+from pe_book import notebook
+notebook.record_names(globals())
 # %% tags=["parameters"]
 profile: str = "smoke"
 # %%
-params = book.check_notebook_parameters(globals())
+params = notebook.check_notebook_parameters(globals())
 from pe_book.chapters import common
 assert not common.open_runner(profile).compute, "this runner may compute"
 """
@@ -408,8 +267,8 @@ def test_a_chapter_restricted_to_two_variants_says_not_run_for_the_others(tmp_pa
     parameters = {"profile": "cpu", "results": str(ROOT / "results"), "variants": ["ape-learned", "rpe-learned"]}
     out = book.execute_notebook(root / "notebooks" / "04_dot_products.py", parameters, root)
     glued = book.glued_values(root)["04_dot_products"]
-    assert glued["apesl_contrast"] == book.NOT_RUN and glued["apel_rpel_norm_ratio"] == book.NOT_RUN
-    assert glued["apesl_similarity_init_text"] == book.NOT_RUN
+    assert glued["apesl_contrast"] == notebook.NOT_RUN and glued["apel_rpel_norm_ratio"] == notebook.NOT_RUN
+    assert glued["apesl_similarity_init_text"] == notebook.NOT_RUN
     assert glued["panels_missing"] == "ape-learned+rpe-learned, ape-sin-learned, ape-sin-learned+rpe-learned"
     assert float(glued["apel_contrast"]) > 0  # the variants it ran keep their numbers
     assert not [name for name, text in glued.items() if re.search(r"\bnan\b", text, re.I)]

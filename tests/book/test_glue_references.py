@@ -24,7 +24,7 @@ def references(source: str) -> set[str]:
 
 
 def test_the_checker_finds_a_missing_glue():
-    source = 'book.glue("a", 1)\nbook.glue(f"rank_{v}", 2)\n# {glue:text}`a:.2f` {glue:text}`rank_rope` {glue:figure} fig_x\n'
+    source = 'notebook.glue("a", 1)\nnotebook.glue(f"rank_{v}", 2)\n# {glue:text}`a:.2f` {glue:text}`rank_rope` {glue:figure} fig_x\n'
     assert references(source) == {"a", "rank_rope", "fig_x"}
     patterns = glued_patterns(source)
     assert [n for n in sorted(references(source)) if not any(p.match(n) for p in patterns)] == ["fig_x"]

@@ -1,4 +1,4 @@
-"""pe_book.sphinx_glue and pe_book.book.glue: a value of a variant a run left out reads "not run"."""
+"""pe_book.sphinx_glue and pe_book.notebook.glue: a value of a variant a run left out reads "not run"."""
 from __future__ import annotations
 
 import math
@@ -14,10 +14,10 @@ def test_numbers_are_formatted_as_myst_nb_does_and_words_stay_words():
 
 
 def test_glue_turns_nan_into_not_run(monkeypatch):
-    from pe_book import book
+    from pe_book import notebook
 
     seen = {}
     monkeypatch.setattr("myst_nb.glue", lambda name, value, display=False: seen.update({name: value}))
-    book.glue("x", math.nan)
-    book.glue("y", 0.5)
-    assert str(seen["x"]) == book.NOT_RUN and repr(seen["x"]) == "not run" and seen["y"] == 0.5
+    notebook.glue("x", math.nan)
+    notebook.glue("y", 0.5)
+    assert str(seen["x"]) == notebook.NOT_RUN and repr(seen["x"]) == "not run" and seen["y"] == 0.5

@@ -1,0 +1,38 @@
+"""``pe-book book [--profile P] [--only NOTEBOOK] [--no-html] [--no-compute | --stored-only]``:
+execute the notebooks and build the Jupyter Book (:func:`pe_book.book.build`); by default the
+published book's profile (:data:`pe_book.book.DEFAULT_PROFILE`)."""
+from __future__ import annotations
+
+import sys
+import time
+
+from pe_book.book import BOOK_PROFILES, DEFAULT_PROFILE, ROOT, BookError, build
+
+
+def configure(parser) -> None:
+    parser.add_argument("--profile", default=DEFAULT_PROFILE, choices=sorted(BOOK_PROFILES),
+                        help=f"parameter values for the notebooks (default: {DEFAULT_PROFILE})")
+    parser.add_argument("--only", metavar="NOTEBOOK", help="execute only this notebook (e.g. 01_properties)")
+    parser.add_argument("--no-html", action="store_true", help="execute the notebooks but do not build the HTML")
+    computing = parser.add_mutually_exclusive_group()
+    computing.add_argument("--no-compute", action="store_true",
+                           help="do not compute missing results first (notebooks then compute what they need)")
+    computing.add_argument("--stored-only", action="store_true",
+                           help="compute nothing: refuse a profile whose results are not all stored, and stop a "
+                                "notebook that asks for a missing one")
+
+
+def run(args) -> int:
+    start = time.perf_counter()
+    try:
+        index = build(args.profile, args.only, html=not args.no_html, compute=not args.no_compute,
+                      stored_only=args.stored_only)
+    except BookError as exc:
+        print(f"pe-book book: {exc}", file=sys.stderr)
+        return 1
+    total = time.perf_counter() - start
+    if index is not None:
+        print(f"book: {index.relative_to(ROOT) if index.is_relative_to(ROOT) else index} ({total:.1f} s in all)")
+    else:
+        print(f"notebooks executed ({total:.1f} s in all)")
+    return 0
