@@ -2,7 +2,8 @@
 PY      := .venv/bin/python
 STAMP   := .venv/.setup-done
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
-# The published book's profile (pe_book.book.DEFAULT_PROFILE), built from the committed results.
+# The published book's profile, built from the committed results: pe_book.commands.common.PUBLISHED_PROFILE
+# (make cannot import it; tests/book/test_publish.py checks that the two agree).
 PROFILE ?= cpu
 
 .PHONY: setup test book check-book check-keys check-results verify-results chromium bench clean check-repository colab

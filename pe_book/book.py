@@ -31,10 +31,6 @@ from pe_book.notebook import ParameterError, check_parameters, declared_paramete
 from pe_lib.errors import PeLibError
 from pe_lib.io import atomic_write_text
 
-#: The published book's profile: ``pe-book book`` builds it by default (``make book`` from the
-#: committed results only), ``make colab`` writes its parameters into the Colab notebooks.
-DEFAULT_PROFILE = "cpu"
-
 #: Per-profile parameter overrides, per notebook (file stem); the chapters themselves are the
 #: notebooks/ folder, each listed in _toc.yml (checked by every build). A notebook's own defaults are the
 #: smoke profile's values, so ``papermill book/X.ipynb out.ipynb -p seed 1`` reruns a smoke-built

@@ -1,17 +1,18 @@
 """``pe-book book [--profile P] [--only NOTEBOOK] [--no-html] [--no-compute | --stored-only]``:
 execute the notebooks and build the Jupyter Book (:func:`pe_book.book.build`); by default the
-published book's profile (:data:`pe_book.book.DEFAULT_PROFILE`)."""
+published book's profile (:data:`~pe_book.commands.common.PUBLISHED_PROFILE`)."""
 from __future__ import annotations
 
 import sys
 import time
 
-from pe_book.book import BOOK_PROFILES, DEFAULT_PROFILE, ROOT, BookError, build
+from pe_book.book import BOOK_PROFILES, ROOT, BookError, build
+from pe_book.commands.common import PUBLISHED_PROFILE
 
 
 def configure(parser) -> None:
-    parser.add_argument("--profile", default=DEFAULT_PROFILE, choices=sorted(BOOK_PROFILES),
-                        help=f"parameter values for the notebooks (default: {DEFAULT_PROFILE})")
+    parser.add_argument("--profile", default=PUBLISHED_PROFILE, choices=sorted(BOOK_PROFILES),
+                        help=f"parameter values for the notebooks (default: {PUBLISHED_PROFILE})")
     parser.add_argument("--only", metavar="NOTEBOOK", help="execute only this notebook (e.g. 01_properties)")
     parser.add_argument("--no-html", action="store_true", help="execute the notebooks but do not build the HTML")
     computing = parser.add_mutually_exclusive_group()

@@ -1,4 +1,4 @@
-"""Options shared by several subcommands."""
+"""Options shared by several subcommands, and the two defaults of their ``--profile``."""
 from __future__ import annotations
 
 import argparse
@@ -7,8 +7,20 @@ import os
 
 from pe_lib.errors import InputError
 
+#: The published book's profile, whose results are committed (``results/cpu``): the default of the
+#: commands that read or check those results (``book``, ``publish colab``, ``publish readme``,
+#: ``verify``). The Makefile's ``PROFILE`` repeats it (make cannot import it);
+#: ``tests/book/test_publish.py`` checks that the two agree.
+PUBLISHED_PROFILE = "cpu"
+#: The default of the commands that compute into a profile's store (``run``, ``pretrain``,
+#: ``finetune``, ``adopt``): the profile of tiny models, minutes on 2 cores, so that a command
+#: given no ``--profile`` never starts the published profile's many hours of training.
+COMPUTING_PROFILE = "smoke"
 
-def add_profile(parser: argparse.ArgumentParser, default: str = "smoke") -> None:
+
+def add_profile(parser: argparse.ArgumentParser, default: str = COMPUTING_PROFILE) -> None:
+    """``--profile`` (one of the profiles registry's, :data:`pe_book.experiments.profiles.PROFILES`),
+    ``--cache`` and ``--no-progress``."""
     from pe_book.experiments.profiles import PROFILES
 
     parser.add_argument("--profile", default=default, choices=sorted(PROFILES), help=f"experiment profile (default: {default})")

@@ -1,13 +1,13 @@
 """``pe-book publish``: the repository URL and its check, the Colab notebooks of the published book
 (:mod:`pe_book.publish`), and the README's headline (:mod:`pe_book.headline`). The profile of the
 Colab notebooks and of the headline is by default the published book's
-(:data:`pe_book.book.DEFAULT_PROFILE`)."""
+(:data:`~pe_book.commands.common.PUBLISHED_PROFILE`)."""
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from pe_book.book import DEFAULT_PROFILE
+from pe_book.commands.common import PUBLISHED_PROFILE
 
 
 def configure(parser) -> None:
@@ -18,14 +18,14 @@ def configure(parser) -> None:
     colab = sub.add_parser("colab", help="write the Colab notebooks of the chapters (the branch colab's files)")
     colab.add_argument("--commit", required=True, help="the 40-digit commit the book was built from")
     colab.add_argument("--out", required=True, help="folder to write book/<chapter>.ipynb into")
-    colab.add_argument("--profile", default=DEFAULT_PROFILE, choices=sorted(BOOK_PROFILES),
-                       help=f"the published book's profile, its chapters' parameters (default: {DEFAULT_PROFILE})")
+    colab.add_argument("--profile", default=PUBLISHED_PROFILE, choices=sorted(BOOK_PROFILES),
+                       help=f"the published book's profile, its chapters' parameters (default: {PUBLISHED_PROFILE})")
     check = sub.add_parser("check", help="refuse a repository URL that is not the repository being published")
     check.add_argument("--github-repository", help="<owner>/<name> (default: $GITHUB_REPOSITORY)")
     sub.add_parser("url", help="print the repository URL and the book's address")
     readme = sub.add_parser("readme", help="write the README's headline figure and table from a profile's complete results")
-    readme.add_argument("--profile", default=DEFAULT_PROFILE, choices=sorted(PROFILES),
-                        help=f"the profile whose committed results are shown (default: {DEFAULT_PROFILE})")
+    readme.add_argument("--profile", default=PUBLISHED_PROFILE, choices=sorted(PROFILES),
+                        help=f"the profile whose committed results are shown (default: {PUBLISHED_PROFILE})")
     readme.add_argument("--results", default="results", help="artifact store folder (default: results/)")
     readme.add_argument("--check", action="store_true",
                         help="write nothing: fail unless the README's headline and figure are what the results give")

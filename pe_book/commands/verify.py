@@ -19,8 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from pe_book.book import DEFAULT_PROFILE
-from pe_book.commands.common import add_profile, positive_int
+from pe_book.commands.common import PUBLISHED_PROFILE, add_profile, positive_int
 from pe_lib.errors import InputError
 from pe_lib.io import read_json
 
@@ -34,7 +33,7 @@ ROUNDING_ULPS = 16
 
 def configure(parser) -> None:
     parser.add_argument("--variant", required=True, help="the variant to recompute, e.g. ape-learned")
-    add_profile(parser, default=DEFAULT_PROFILE)  # the profile whose results are committed
+    add_profile(parser, default=PUBLISHED_PROFILE)  # the profile whose results are committed
     parser.add_argument("--results", default="results", help="the committed artifact store (default: results/)")
     parser.add_argument("--scratch", help="folder for the recomputation (default: a temporary folder, removed after)")
     parser.add_argument("--pretrain-seeds", type=positive_int, metavar="N",

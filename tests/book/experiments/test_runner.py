@@ -371,17 +371,6 @@ def test_a_run_restricted_to_seeds_variants_or_tasks_calls_nothing_of_the_whole_
     assert dry_run(one, None, None, check=True, whole=whole) == 1 and str(stray) in capsys.readouterr().out
 
 
-def test_verify_defaults_to_the_published_profile():
-    """The committed results are the published profile's: ``pe-book verify --variant V`` checks them."""
-    from pe_book.book import DEFAULT_PROFILE
-    from pe_book.cli import build_parser_for
-
-    argv = ["verify", "--variant", "ape-learned"]
-    assert build_parser_for(argv).parse_args(argv).profile == DEFAULT_PROFILE
-    argv = ["run", "--dry-run"]
-    assert build_parser_for(argv).parse_args(argv).profile == "smoke"
-
-
 def test_keys_ignore_library_versions(runner, monkeypatch):
     import transformers.configuration_utils
 
