@@ -74,7 +74,7 @@ import time
 import warnings
 from collections.abc import Callable, Mapping
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -507,7 +507,7 @@ def resumed_threads(before: list[int], now: int, checkpoint: Path) -> list[int]:
     if before and before[-1] != now:
         warnings.warn(f"{checkpoint} was trained with {before[-1]} torch threads and this process has {now}: the "
                       f"resumed run differs from an uninterrupted one in the last bits (torch.set_num_threads("
-                      f"{before[-1]}) resumes it exactly)", stacklevel=3)
+                      f"{before[-1]}) resumes it exactly)", stacklevel=4)
     return before if before and before[-1] == now else before + [now]
 
 
@@ -545,138 +545,250 @@ def save_model_folder(model, folder: Path, steps: int, tokens: int, tokenizer=No
     atomic_write_text(folder / "README.md", model_card(model.config, type(model).__name__, training))
 
 
-def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_step, until: int, tokenizer=None,
-              card=None) -> dict:
-    rank, world = accelerator.process_index, accelerator.num_processes
-    if cfg.batch_size % world:
-        raise ValueError(f"batch_size {cfg.batch_size} is not divisible by the {world} processes")
-    if (cfg.batch_size // world) % cfg.accumulation_steps:
-        raise InputError(f"accumulation_steps {cfg.accumulation_steps} does not divide the {cfg.batch_size // world} "
-                         f"rows a process trains per step (batch_size {cfg.batch_size} over {world} process(es))")
+def check_fits(model_config: PEBertConfig, data: MLMData, cfg: PretrainConfig, processes: int) -> None:
+    """Refuse a global batch that the processes, or a process's rows that the micro-batches, do not
+    divide, and a model whose vocabulary is not the data's."""
+    if cfg.batch_size % processes:
+        raise ValueError(f"batch_size {cfg.batch_size} is not divisible by the {processes} processes")
+    if (cfg.batch_size // processes) % cfg.accumulation_steps:
+        raise InputError(f"accumulation_steps {cfg.accumulation_steps} does not divide the {cfg.batch_size // processes} "
+                         f"rows a process trains per step (batch_size {cfg.batch_size} over {processes} process(es))")
     if model_config.vocab_size != data.vocab_size:
         raise ValueError(f"model vocab_size {model_config.vocab_size} != tokenizer vocab size {data.vocab_size}")
+
+
+@dataclass
+class Run:
+    """One process's share of the run being trained in ``out_dir``: its model, optimizer and schedule,
+    and where training stands (the step it resumed from, the wall time, curve, thread counts and
+    origin of the steps before it)."""
+
+    accelerator: Any
+    model_config: PEBertConfig
+    data: MLMData
+    cfg: PretrainConfig
+    out_dir: Path
+    bf16: bool
+    model: PEBertForMaskedLM
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    tokenizer: Any = None  # saved beside each model folder
+    card: Mapping[str, Any] | None = None  # the model card's training section
+    start: int = 0  # the step training resumes from
+    elapsed_before: float = 0.0  # wall seconds of the steps before ``start``
+    records: list[dict] = field(default_factory=list)  # the curve so far
+    origin: dict = field(default_factory=dict)  # {"extended_from": the shorter run folder} of a run begun from one
+    threads: list[int] = field(default_factory=lambda: [torch.get_num_threads()])  # counts the steps ran with, in order
+
+    @property
+    def world(self) -> int:
+        return self.accelerator.num_processes
+
+    @property
+    def main(self) -> bool:
+        return self.accelerator.is_main_process
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.cfg.batch_size * self.data.seq_len
+
+
+def new_run(accelerator, model_config: PEBertConfig, data: MLMData, cfg: PretrainConfig, out_dir: Path, tokenizer=None,
+            card: Mapping[str, Any] | None = None) -> Run:
+    """The run at step 0: the model initialised from ``cfg.seed`` on the process's device, AdamW and
+    the learning-rate schedule."""
     device = accelerator.device
     bf16 = use_bf16(cfg.precision, device)
-
     torch.manual_seed(cfg.seed)
     # a copy: save_pretrained records `architectures` in the model's config, which must not change the caller's
     model = PEBertForMaskedLM(copy.deepcopy(model_config)).to(device).train()
     if cfg.activation_checkpointing:
         model.activation_checkpointing_enable()
     optimizer = torch.optim.AdamW(param_groups(model, cfg.weight_decay), lr=cfg.lr, betas=(0.9, 0.999), eps=1e-6)
-    scheduler = lr_schedule(optimizer, cfg)
-    start, elapsed_before, records = 0, 0.0, []  # records: the curve so far
-    origin = {}  # {"extended_from": the shorter run folder} of a run begun from one (extend), carried on
-    threads = [torch.get_num_threads()]  # the thread counts the steps ran with, in order (module docstring)
+    return Run(accelerator, model_config, data, cfg, out_dir, bf16, model, optimizer, lr_schedule(optimizer, cfg),
+               tokenizer, card)
+
+
+def verified_checkpoint(out_dir: Path) -> Path | None:
+    """The latest checkpoint of ``out_dir`` when its manifest verifies; a corrupt one is reported by
+    name and gives None (training starts from step 0)."""
     checkpoint = latest_checkpoint(out_dir)
-    if checkpoint is not None:
-        try:
-            verify_manifest(checkpoint)
-        except CorruptFileError as error:  # a corrupt checkpoint is reported, never used: start again
-            warnings.warn(f"corrupt checkpoint file {error}; discarding {checkpoint} and training from step 0", stacklevel=2)
-            checkpoint = None
-    if checkpoint is not None:
-        check_same_run(read_json(checkpoint / "state.json"), model_config, cfg, checkpoint, world)
-        try:
-            state = load_checkpoint(checkpoint, model, optimizer, scheduler)
-            start, elapsed_before = state["step"], state["elapsed_s"]
-            origin = {k: state[k] for k in ("extended_from",) if k in state}
-            threads = resumed_threads(state.get("threads", []), threads[0], checkpoint)
-            records = state["curve"] if "curve" in state else curve_until(out_dir / "curve.jsonl", start)
-            if until < cfg.steps and start >= until:  # the snapshot is missing or corrupt, training at or past it
-                raise CorruptFileError(f"the snapshot at step {until} of {out_dir} is missing or corrupt and its "
-                                       f"training is past it (step {start}); delete {out_dir} to train it again")
-        except pickle.UnpicklingError as error:  # refused unexecuted; set aside so that it cannot fail every rerun
-            aside = set_aside(checkpoint, out_dir) if accelerator.is_main_process else checkpoint
-            warnings.warn(f"refused checkpoint {checkpoint}: its trainer state is not plain tensors "
-                          f"({str(error).split('. ')[0]}); set aside as {aside}, training from step 0", stacklevel=2)
-    if accelerator.is_main_process:
-        with explain_disk_full(f"run folder {out_dir}"):
-            out_dir.mkdir(parents=True, exist_ok=True)
-            remove_stale_parts(out_dir)  # left by a killed run; never trusted, now removed
-            (out_dir / MANIFEST).unlink(missing_ok=True)  # the final files are rewritten below
-            # the curve up to the checkpoint comes from the checkpoint (verified); later records are replayed
-            atomic_write_text(out_dir / "curve.jsonl", "".join(json.dumps(r) + "\n" for r in records))
-    ddp_model = accelerator.prepare_model(model)
+    if checkpoint is None:
+        return None
+    try:
+        verify_manifest(checkpoint)
+    except CorruptFileError as error:
+        warnings.warn(f"corrupt checkpoint file {error}; discarding {checkpoint} and training from step 0",
+                      stacklevel=4)
+        return None
+    return checkpoint
 
-    tokens_per_step = cfg.batch_size * data.seq_len
-    local_rows = cfg.batch_size // world
-    curve = open(out_dir / "curve.jsonl", "a") if accelerator.is_main_process else None
-    bar = tqdm(total=cfg.steps, initial=start, desc=f"pretrain {model_config.position_embedding}",
-               disable=not (progress and accelerator.is_main_process), unit="step")
-    t0 = time.perf_counter()
 
-    def log(record: dict) -> None:
-        records.append(record)
-        if curve is not None:
-            with explain_disk_full(f"training curve {out_dir / 'curve.jsonl'}"):
-                curve.write(json.dumps(record) + "\n")
-                curve.flush()
+def resume(run: Run, until: int) -> None:
+    """Load the latest verified checkpoint of ``run.out_dir`` into ``run`` (weights, optimizer and
+    schedule states, step, wall time, curve, thread counts, origin); without one ``run`` stays at
+    step 0. A checkpoint whose trainer state is not plain tensors is refused unexecuted and set
+    aside (``refused/``), and training starts from step 0. Training past a missing snapshot
+    ``until`` is an error, since its model can no longer be kept."""
+    checkpoint = verified_checkpoint(run.out_dir)
+    if checkpoint is None:
+        return
+    check_same_run(read_json(checkpoint / "state.json"), run.model_config, run.cfg, checkpoint, run.world)
+    try:
+        state = load_checkpoint(checkpoint, run.model, run.optimizer, run.scheduler)
+    except pickle.UnpicklingError as error:  # refused unexecuted; set aside so that it cannot fail every rerun
+        aside = set_aside(checkpoint, run.out_dir) if run.main else checkpoint
+        warnings.warn(f"refused checkpoint {checkpoint}: its trainer state is not plain tensors "
+                      f"({str(error).split('. ')[0]}); set aside as {aside}, training from step 0", stacklevel=3)
+        return
+    run.start, run.elapsed_before = state["step"], state["elapsed_s"]
+    run.origin = {k: state[k] for k in ("extended_from",) if k in state}
+    run.threads = resumed_threads(state.get("threads", []), run.threads[0], checkpoint)
+    run.records = state["curve"] if "curve" in state else curve_until(run.out_dir / "curve.jsonl", run.start)
+    if until < run.cfg.steps and run.start >= until:  # the snapshot is missing or corrupt, training at or past it
+        raise CorruptFileError(f"the snapshot at step {until} of {run.out_dir} is missing or corrupt and its "
+                               f"training is past it (step {run.start}); delete {run.out_dir} to train it again")
 
-    for step in range(start, until):
-        rows = batch_rows(len(data.train), cfg.batch_size, step, cfg.seed)[rank * local_rows : (rank + 1) * local_rows]
-        ids = torch.as_tensor(data.train[rows], dtype=torch.long)  # (b, n)
-        inputs, labels = mask_tokens(ids, data, cfg.mask_prob, torch.Generator().manual_seed(step_seed(cfg.seed, step, rank, 0)))
-        torch.manual_seed(step_seed(cfg.seed, step, rank, 1))  # dropout
-        loss = train_step(ddp_model, accelerator, inputs, labels, cfg.accumulation_steps, device, bf16)
-        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
 
-        done = step + 1
-        elapsed = time.perf_counter() - t0
-        tok_s = (done - start) * tokens_per_step / elapsed
-        bar.update(1)
-        if done % cfg.log_every == 0 or done == cfg.steps:
-            train_loss = float(accelerator.reduce(loss.detach().float(), "mean"))
-            bar.set_postfix(loss=f"{train_loss:.3f}", tok_s=f"{tok_s:.0f}")
-            log({"step": done, "split": "train", "loss": train_loss, "lr": scheduler.get_last_lr()[0], "tokens_per_s": tok_s})
-        if done % cfg.eval_every == 0 or done == cfg.steps:
-            log({"step": done, "split": "validation", "loss": evaluate(model, data, cfg, device, bf16)})
-        if done in cfg.snapshot_steps:
-            snapshot = {**run_identity(model_config, cfg), "steps": done, "ranks_agree": ranks_agree(accelerator, model),
-                        "validation_loss": evaluate(model, data, cfg, device, bf16), "tokens_per_s": tok_s,
-                        "wall_s": elapsed_before + elapsed, "precision": "bf16" if bf16 else "fp32", "processes": world,
-                        "threads": threads, **origin}
-            if accelerator.is_main_process:
-                with manifested_dir(snapshot_dir(out_dir, done), "snapshot") as work:
-                    save_model_folder(model, work / "model", done, done * tokens_per_step, tokenizer, card)
-                    write_json(work / "result.json", snapshot)
-        if done % cfg.checkpoint_every == 0 or done == cfg.steps or done in cfg.snapshot_steps:
-            accelerator.wait_for_everyone()
-            if accelerator.is_main_process:
-                save_checkpoint(out_dir, model, optimizer, scheduler,
-                                {"step": done, "elapsed_s": elapsed_before + elapsed, **run_identity(model_config, cfg),
-                                 "processes": world, "threads": threads, "curve": records, **origin})
-        if on_step is not None:
-            on_step(done)
-    bar.close()
+def open_run_folder(run: Run) -> None:
+    """Make ``run.out_dir`` ready for training (main process): remove what a killed run left
+    half-written and the run manifest (the final files are rewritten), and write the curve up to
+    the resumed step (from the verified checkpoint; later records are replayed)."""
+    if not run.main:
+        return
+    with explain_disk_full(f"run folder {run.out_dir}"):
+        run.out_dir.mkdir(parents=True, exist_ok=True)
+        remove_stale_parts(run.out_dir)  # left by a killed run; never trusted, now removed
+        (run.out_dir / MANIFEST).unlink(missing_ok=True)
+        atomic_write_text(run.out_dir / "curve.jsonl", "".join(json.dumps(r) + "\n" for r in run.records))
+
+
+def result_record(run: Run, steps: int, tokens_per_s: float | None, wall_s: float) -> dict:
+    """The result of the run's model at ``steps``, a snapshot's or the final one: the run's identity,
+    whether every process holds the same weights, the validation loss, throughput, wall time since
+    step 0, precision, process and thread counts, and the origin of a run begun from a shorter one."""
+    return {
+        **run_identity(run.model_config, run.cfg),
+        "steps": steps,
+        "ranks_agree": ranks_agree(run.accelerator, run.model),
+        "validation_loss": evaluate(run.model, run.data, run.cfg, run.accelerator.device, run.bf16),
+        "tokens_per_s": tokens_per_s,
+        "wall_s": wall_s,
+        "precision": "bf16" if run.bf16 else "fp32",
+        "processes": run.world,
+        "threads": run.threads,
+        **run.origin,
+    }
+
+
+def optimizer_step(run: Run, ddp_model, step: int) -> torch.Tensor:
+    """Train this process's rows of global batch ``step`` (masks and dropout drawn from ``(seed, step,
+    rank)``), clip the gradients and step the optimizer and schedule; returns the step's loss."""
+    cfg, rank = run.cfg, run.accelerator.process_index
+    local_rows = cfg.batch_size // run.world
+    rows = batch_rows(len(run.data.train), cfg.batch_size, step, cfg.seed)[rank * local_rows : (rank + 1) * local_rows]
+    ids = torch.as_tensor(run.data.train[rows], dtype=torch.long)  # (b, n)
+    generator = torch.Generator().manual_seed(step_seed(cfg.seed, step, rank, 0))
+    inputs, labels = mask_tokens(ids, run.data, cfg.mask_prob, generator)
+    torch.manual_seed(step_seed(cfg.seed, step, rank, 1))  # dropout
+    device = run.accelerator.device
+    loss = train_step(ddp_model, run.accelerator, inputs, labels, cfg.accumulation_steps, device, run.bf16)
+    torch.nn.utils.clip_grad_norm_(run.model.parameters(), cfg.grad_clip)
+    run.optimizer.step()
+    run.scheduler.step()
+    run.optimizer.zero_grad(set_to_none=True)
+    return loss
+
+
+def log_curve(run: Run, curve, entry: dict) -> None:
+    """Add ``entry`` to the run's curve, and to ``curve.jsonl`` (``curve``: its open file, None
+    outside the main process)."""
+    run.records.append(entry)
+    if curve is not None:
+        with explain_disk_full(f"training curve {run.out_dir / 'curve.jsonl'}"):
+            curve.write(json.dumps(entry) + "\n")
+            curve.flush()
+
+
+def keep_models(run: Run, done: int, tok_s: float, elapsed: float) -> None:
+    """After step ``done``: the snapshot when ``done`` is a snapshot step, and a checkpoint every
+    ``checkpoint_every`` steps, at the last step and at each snapshot (``elapsed``: the wall
+    seconds of this process's steps so far)."""
+    cfg = run.cfg
+    if done in cfg.snapshot_steps:
+        snapshot = result_record(run, done, tok_s, run.elapsed_before + elapsed)
+        if run.main:
+            with manifested_dir(snapshot_dir(run.out_dir, done), "snapshot") as work:
+                save_model_folder(run.model, work / "model", done, done * run.tokens_per_step, run.tokenizer, run.card)
+                write_json(work / "result.json", snapshot)
+    if done % cfg.checkpoint_every == 0 or done == cfg.steps or done in cfg.snapshot_steps:
+        run.accelerator.wait_for_everyone()
+        if run.main:
+            save_checkpoint(run.out_dir, run.model, run.optimizer, run.scheduler,
+                            {"step": done, "elapsed_s": run.elapsed_before + elapsed,
+                             **run_identity(run.model_config, run.cfg), "processes": run.world,
+                             "threads": run.threads, "curve": run.records, **run.origin})
+
+
+def train_until(run: Run, until: int, progress: bool, on_step: Callable[[int], None] | None) -> float:
+    """Train from ``run.start`` up to step ``until``: after each step the curve's train record every
+    ``log_every`` steps and validation record every ``eval_every`` (both at the last step), then
+    snapshots and checkpoints (:func:`keep_models`), then ``on_step(step)``. Returns the wall seconds
+    this process trained."""
+    cfg = run.cfg
+    ddp_model = run.accelerator.prepare_model(run.model)
+    bar = tqdm(total=cfg.steps, initial=run.start, desc=f"pretrain {run.model_config.position_embedding}",
+               disable=not (progress and run.main), unit="step")
+    with open(run.out_dir / "curve.jsonl", "a") if run.main else nullcontext() as curve:
+        t0 = time.perf_counter()
+        for step in range(run.start, until):
+            loss = optimizer_step(run, ddp_model, step)
+            done = step + 1
+            elapsed = time.perf_counter() - t0
+            tok_s = (done - run.start) * run.tokens_per_step / elapsed
+            bar.update(1)
+            if done % cfg.log_every == 0 or done == cfg.steps:
+                train_loss = float(run.accelerator.reduce(loss.detach().float(), "mean"))
+                bar.set_postfix(loss=f"{train_loss:.3f}", tok_s=f"{tok_s:.0f}")
+                log_curve(run, curve, {"step": done, "split": "train", "loss": train_loss,
+                                 "lr": run.scheduler.get_last_lr()[0], "tokens_per_s": tok_s})
+            if done % cfg.eval_every == 0 or done == cfg.steps:
+                log_curve(run, curve, {"step": done, "split": "validation",
+                                 "loss": evaluate(run.model, run.data, cfg, run.accelerator.device, run.bf16)})
+            keep_models(run, done, tok_s, elapsed)
+            if on_step is not None:
+                on_step(done)
+        bar.close()
+        return time.perf_counter() - t0
+
+
+def save_final(run: Run, wall: float) -> dict:
+    """The run's result after its last step (``wall``: the seconds this process trained), written
+    with the final model: the model folder first, then ``result.json`` and the run manifest."""
+    cfg = run.cfg
+    trained = cfg.steps - run.start
+    result = result_record(run, cfg.steps, trained * run.tokens_per_step / wall if trained > 0 else None,
+                    run.elapsed_before + wall)
+    if run.main:
+        with manifested_dir(run.out_dir / "model", "final model") as work:
+            save_model_folder(run.model, work, cfg.steps, cfg.steps * run.tokens_per_step, run.tokenizer, run.card)
+        with explain_disk_full(f"result {run.out_dir / 'result.json'}"):
+            write_json(run.out_dir / "result.json", result)
+            write_manifest(run.out_dir, ("result.json", "curve.jsonl", f"model/{MANIFEST}"))
+    run.accelerator.wait_for_everyone()
+    return result
+
+
+def _pretrain(accelerator, model_config, data, cfg, out_dir: Path, progress, on_step, until: int, tokenizer=None,
+              card=None) -> dict:
+    """This process's part of :func:`pretrain`: resume, train up to ``until``, and save the final
+    model and result (or, with ``until`` a snapshot step, return that snapshot's result)."""
+    check_fits(model_config, data, cfg, accelerator.num_processes)
+    run = new_run(accelerator, model_config, data, cfg, out_dir, tokenizer, card)
+    resume(run, until)
+    open_run_folder(run)
+    wall = train_until(run, until, progress, on_step)
     if until < cfg.steps:
-        if curve is not None:
-            curve.close()
         accelerator.wait_for_everyone()
         return read_json(snapshot_dir(out_dir, until) / "result.json")
-
-    wall = time.perf_counter() - t0
-    result = {
-        **run_identity(model_config, cfg),
-        "steps": cfg.steps,
-        "ranks_agree": ranks_agree(accelerator, model),
-        "validation_loss": evaluate(model, data, cfg, device, bf16),
-        "tokens_per_s": (cfg.steps - start) * tokens_per_step / wall if cfg.steps > start else None,
-        "wall_s": elapsed_before + wall,
-        "precision": "bf16" if bf16 else "fp32",
-        "processes": world,
-        "threads": threads,
-        **origin,
-    }
-    if accelerator.is_main_process:
-        curve.close()
-        with manifested_dir(out_dir / "model", "final model") as work:
-            save_model_folder(model, work, cfg.steps, cfg.steps * tokens_per_step, tokenizer, card)
-        with explain_disk_full(f"result {out_dir / 'result.json'}"):
-            write_json(out_dir / "result.json", result)
-            write_manifest(out_dir, ("result.json", "curve.jsonl", f"model/{MANIFEST}"))
-    accelerator.wait_for_everyone()
-    return result
+    return save_final(run, wall)
