@@ -75,6 +75,14 @@ notebook.glue("profile_name", profile)
 notebook.glue_all(study.cited)
 common.data_used(params, runner, study.tasks)
 
+
+def million_tokens(tokens):
+    """A budget in words: "4.1 million tokens"."""
+    return f"{tokens / 1e6:.1f} million tokens"
+
+
+notebook.glue("budgets", ", ".join(f"{t:,}" for t in study.budget_tokens))
+
 # %% [markdown]
 # ## The recipe, and what was tried
 #
@@ -135,17 +143,22 @@ screened.style.format({"peak lr": "{:g}", "warm-up": "{:g}", "masking": "{:.2f}"
 # The table gives each run's test score (the mean of the task's metrics, in percent).
 
 # %% tags=["hide-input"]
-screen_table, screen_best = scale.finetune_screen_table(scale.finetune_screen(finetune_screen))
-notebook.glue("screen_best", screen_best)
-
-
-def styled_screen(table):
+def styled_screen(runs):
     """A fine-tuning screen's table: examples as counts, scores to one decimal, a dash where a run is missing."""
+    table = scale.finetune_screen_table(runs)
     return (table.style.format({c: "{:,.0f}" if c[1] == "training examples" else "{:.1f}" for c in table.columns},
                                na_rep="—").set_table_attributes('class="dataframe"'))
 
 
-styled_screen(screen_table)
+def best_runs(runs):
+    """A fine-tuning screen's best test score on each task, in words: "sst2 78.9 with 10,000 examples; ..."."""
+    return "; ".join(f"{r.task} {r.test:.1f} with {r['training examples']:,} examples"
+                     for _, r in scale.best_per_task(runs).iterrows())
+
+
+first_screen = scale.finetune_screen(finetune_screen)
+notebook.glue("screen_best", best_runs(first_screen))
+styled_screen(first_screen)
 
 # %% [markdown]
 # No recipe on 1,500 examples lifts the models much above chance; all the examples do (best:
@@ -163,9 +176,8 @@ styled_screen(screen_table)
 
 # %% tags=["hide-input"]
 screen_cpu = scale.cpu_finetune_screen(finetune_screen_cpu, runner, cpu_runner.profile.pretrain.steps)
-screen_cpu_table, screen_cpu_best = scale.finetune_screen_table(screen_cpu)
-notebook.glue("screen_cpu_best", screen_cpu_best)
-styled_screen(screen_cpu_table)
+notebook.glue("screen_cpu_best", best_runs(screen_cpu))
+styled_screen(screen_cpu)
 
 # %% [markdown]
 # Two epochs over 4,000 examples leave both models near the best constant predictor on sst2 and
@@ -180,9 +192,9 @@ styled_screen(screen_cpu_table)
 # more epochs on both (`python studies/finetune_screen/run.py cpu-cola` and `cpu-squad_v2`):
 
 # %% tags=["hide-input"]
-screen_epochs_table, screen_epochs_best = scale.finetune_screen_table(scale.epochs_screen(finetune_screen_epochs, cpu_runner))
-notebook.glue("screen_epochs_best", screen_epochs_best)
-styled_screen(screen_epochs_table)
+screen_epochs = scale.epochs_screen(finetune_screen_epochs, cpu_runner)
+notebook.glue("screen_epochs_best", best_runs(screen_epochs))
+styled_screen(screen_epochs)
 
 # %% [markdown]
 # More epochs move the absolute PEs off the constant on cola (best: {glue:text}`screen_epochs_best`;
@@ -198,6 +210,8 @@ styled_screen(screen_epochs_table)
 # committing what it finished; every figure and table below shows what is stored.
 
 # %% tags=["hide-input"]
+notebook.glue("study_variants", ", ".join(study.variants))
+notebook.glue("study_tasks", ", ".join(study.tasks))
 models = study.models
 models.style.format({"tokens": "{:,.0f}", "validation_loss": "{:.3f}", "monotonicity": "{:+.3f}",
                      "monotonicity_local": "{:+.3f}", "classification_validation": "{:.1f}",
@@ -254,9 +268,16 @@ plt.close(fig)
 # ## The criteria at each budget
 
 # %% tags=["hide-input"]
+def verdict(value):
+    """A criterion's cell: pass, fail, or (None) not decidable."""
+    return {True: "pass", False: "fail", None: "not decidable"}[value]
+
+
+smallest = study.smallest_budget
+notebook.glue("smallest_budget", "none of the stored budgets" if smallest is None else million_tokens(smallest))
 table = study.criteria.copy()
 for key in ("a", "b", "c"):
-    table[key] = table[key].map(scale.verdict)
+    table[key] = table[key].map(verdict)
 table = table.rename(columns={"a": "(a)", "b": "(b)", "c": "(c)", "loss_gap": "loss: ape-learned − none",
                               "a_null_rate": "(a) by chance",
                               "best_variant": "best variant (validation)", "best_classification": "its test average",
@@ -293,8 +314,106 @@ table.style.format({"tokens": "{:,.0f}", "loss: ape-learned − none": "{:+.3f}"
 # {glue:text}`cpu_affordable`.
 
 # %% tags=["hide-input"]
+def affordable_text(row):
+    """The largest budget whose priced part fits the hours (a row of study.cpu_costs, or None), in words."""
+    if row is None:
+        return f"none of the budgets fits {scale.CPU_HOURS:g} hours"
+    hours, unpriced = row["total (h)"], int(row["without a measured rate"])
+    cost = (f"{hours:.1f} hours" if hours >= 0.05 else "under 0.1 hours" if hours > 0
+            else "nothing with a measured rate left to compute")
+    if unpriced:
+        cost += f", plus {common.plural(unpriced, 'artifact')} whose cost has no measured rate"
+    return f"{int(row['tokens']):,} tokens ({int(row['steps']):,} steps): {cost}"
+
+
+notebook.glue("cpu_affordable", affordable_text(scale.largest_affordable(study.cpu_costs)))
 study.cpu_costs.style.format({"tokens": "{:,.0f}", "pretraining (h)": "{:.1f}", "fine-tuning (h)": "{:.1f}",
                               "total (h)": "{:.1f}"}).hide(axis="index").set_table_attributes('class="dataframe"')
+
+# %% tags=["hide-cell"]
+def change_text(change):
+    """One fine-tuning setting the cpu profile changes on a task: "epochs 10 against the study's 2"."""
+    return f"{change.setting} {change.cpu} against the study's {change.study}"
+
+
+def caps_text(caps):
+    """Caps on training examples (cap -> tasks): "4,000 for cola, sst2 and all for squad"."""
+    return " and ".join(f"{'all' if cap is None else f'{cap:,}'} for {', '.join(tasks)}" for cap, tasks in caps.items())
+
+
+def departures_text(departures):
+    """How the cpu profile trains unlike the study apart from its length (scale.Departures), in words."""
+    parts = list(departures.settings)
+    if departures.finetuning:
+        parts.append("fine-tuning of " + "; ".join(f"{task} ({', '.join(map(change_text, changes))})"
+                                                    for task, changes in departures.finetuning.items()))
+    if departures.precision:
+        p = departures.precision
+        ran = f", which ran in {p.study_ran_in}" if p.study_ran_in else ""
+        parts.append(f"precision ({p.pretraining} for pretraining, {p.finetuning} for fine-tuning, "
+                     f"against the study's {p.study}{ran})")
+    if departures.caps:
+        cpu_caps, study_caps = departures.caps
+        parts.append(f"training examples (at most {caps_text(cpu_caps)}, against the study's {caps_text(study_caps)})")
+    return "; ".join(parts) or "none"
+
+
+def standing_text(tokens, smallest):
+    """Where a budget stands against the study's smallest budget at which all three criteria hold."""
+    if smallest is None:
+        return "no stored budget of the study meets all three criteria"
+    if tokens == smallest:
+        return "the smallest budget of the study at which all three criteria hold"
+    side = "below" if tokens < smallest else "above"
+    return f"{side} the smallest budget of the study at which all three criteria hold ({million_tokens(smallest)})"
+
+
+def below_text(unmet):
+    """The criteria that do not hold at each smaller budget of the study (tokens -> criteria), in words."""
+    if not unmet:
+        return "the study stores no smaller budget"
+    return "; ".join(f"at {million_tokens(tokens)} "
+                     + (f"it fails or cannot decide {', '.join(f'({k})' for k in keys)}" if keys else "all three hold")
+                     for tokens, keys in unmet.items())
+
+
+def spending_text(s):
+    """What the cpu profile's run has cost and what the rest will (scale.Spending), in words."""
+    against = f"{'within' if s.total_hours <= scale.CPU_HOURS else 'over'} the {scale.CPU_HOURS:g} hours asked"
+    if s.stored == s.planned:
+        return f"{s.spent_hours:.1f} hours for all {s.stored} artifacts (the sum of their recorded wall times), {against}"
+    unpriced = f", and {s.unpriced} artifacts have no measured rate yet" if s.unpriced else ""
+    return (f"{s.spent_hours:.1f} hours for the {s.stored} of {s.planned} artifacts stored; the other "
+            f"{s.planned - s.stored} are estimated at {s.rest_hours:.1f} hours (at the rates its own artifacts "
+            f"measured, the study's where it has none yet){unpriced}: {s.total_hours:.1f} hours in all, {against}")
+
+
+def shared_text(shared):
+    """The models the study and the cpu profile both hold at its budget (scale.SharedModels), in words."""
+    if shared is None:
+        return "no model of the cpu profile is stored yet"
+    taken = f" ({shared.taken} more the study took from the cpu profile)" if shared.taken else ""
+    if not shared.trained_twice:
+        return ("the study and the cpu profile trained no model twice at this budget yet" + taken if shared.taken
+                else "the study and the cpu profile share no stored model at this budget yet")
+    gap = "" if shared.same_loss == shared.trained_twice else f"; the largest difference is {shared.largest_gap:.2e} nats"
+    return (f"{shared.same_loss} of the {shared.trained_twice} models that both trained (same variant and pretraining "
+            f"seed) have the same validation loss to the last bit{gap}{taken}")
+
+
+choice = study.cpu_choice
+notebook.glue("cpu_name", cpu_runner.profile.name)
+notebook.glue("cpu_tokens", f"{million_tokens(choice.tokens)} ({choice.steps:,} steps)")
+notebook.glue("cpu_standing", standing_text(choice.tokens, study.smallest_budget))
+notebook.glue("cpu_recipe", departures_text(choice.departures))
+notebook.glue("cpu_seeds", common.seed_design(cpu_runner.profile, list(cpu_runner.profile.variants)))
+for key in ("a", "b", "c"):
+    notebook.glue(f"cpu_study_{key}", "not a budget the study stores" if choice.study_verdicts is None
+              else verdict(choice.study_verdicts[key]))
+    notebook.glue(f"cpu_own_{key}", "nothing stored yet" if choice.own_verdicts is None else verdict(choice.own_verdicts[key]))
+notebook.glue("cpu_spending", spending_text(study.cpu_spending))
+notebook.glue("cpu_below", below_text(choice.unmet_below))
+notebook.glue("cpu_shared", shared_text(choice.shared))
 
 # %% [markdown]
 # ## The cpu profile's budget
@@ -304,7 +423,7 @@ study.cpu_costs.style.format({"tokens": "{:,.0f}", "pretraining (h)": "{:.1f}", 
 # the same learning rate at every step as the study's runs), except for: {glue:text}`cpu_recipe`.
 # The study's verdicts at that budget, and the same criteria computed on the cpu profile's own
 # models ({glue:text}`cpu_seeds`; with no true difference criterion (a) would pass by chance with
-# probability {glue:text}`cpu_a_chance`):
+# probability {glue:text}`cpu_a_chance:.3f`):
 #
 # | criterion | the study at this budget | the cpu profile's own models |
 # |---|---|---|
@@ -325,7 +444,7 @@ study.cpu_costs.style.format({"tokens": "{:,.0f}", "pretraining (h)": "{:.1f}", 
 # %% tags=["hide-input"]
 own = study.cpu_criteria.copy()
 for key in ("a", "b", "c"):
-    own[key] = own[key].map(scale.verdict)
+    own[key] = own[key].map(verdict)
 own.style.format({"tokens": "{:,.0f}", "loss_gap": "{:+.3f}", "a_null_rate": "{:.3f}", "monotonicity": "{:+.3f}",
                   "monotonicity_local": "{:+.3f}", "best_classification": "{:.1f}", "minus_bag_of_words": "{:+.1f}"},
                  na_rep="—").hide(axis="index").set_table_attributes('class="dataframe"')

@@ -23,6 +23,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -48,6 +49,72 @@ CPU_HOURS = 10.0
 STUDY_VARIANTS = (NO_PE, APE, "rpe-learned", "ape-sin-learned")
 
 
+class Change(NamedTuple):
+    """A fine-tuning setting in which the cpu profile departs from the study on a task."""
+
+    setting: str  # a field of FinetuneConfig, e.g. "epochs"
+    cpu: Any  # the cpu profile's value
+    study: Any  # the study's value
+
+
+class Precision(NamedTuple):
+    """The precisions of a cpu profile that departs from the study's in them."""
+
+    pretraining: str  # the cpu profile's, for pretraining
+    finetuning: str  # the cpu profile's, for fine-tuning
+    study: str  # the study's, for pretraining
+    study_ran_in: str  # what the study's models ran in where the study let the machine choose ("auto"); else ""
+
+
+@dataclass
+class Departures:
+    """How the cpu profile trains unlike the study apart from its length (all empty: the study's
+    recipe stopped at the cpu profile's budget)."""
+
+    settings: list[str] = field(default_factory=list)  # whole settings that differ ("model", "corpus", "pretraining", ...)
+    finetuning: dict[str, list[Change]] = field(default_factory=dict)  # task -> its fine-tuning overrides that differ
+    precision: Precision | None = None  # None: the same precisions as the study
+    caps: tuple[dict, dict] | None = None  # the cpu profile's and the study's caps on training examples (caps_by_value)
+
+
+@dataclass
+class SharedModels:
+    """The models the study and the cpu profile both hold at the cpu budget (the same variant and
+    pretraining seed)."""
+
+    trained_twice: int  # both trained it: two runs of one recipe
+    same_loss: int  # of those, how many have the same validation loss to the last bit
+    largest_gap: float  # the largest |difference| of their validation losses (nats; NaN when none was trained twice)
+    taken: int  # one took the other's artifact (``pe-book adopt``: created once, not a second run)
+
+
+@dataclass
+class Spending:
+    """What the cpu profile's run has cost so far and what the rest will, in hours of this machine type."""
+
+    stored: int  # artifacts stored
+    planned: int  # artifacts of the whole run
+    spent_hours: float  # the stored artifacts' recorded wall times
+    rest_hours: float  # the rest at the rates the cpu profile's own artifacts measured (the study's where it has none)
+    unpriced: int  # artifacts of the rest without a measured rate
+    total_hours: float  # spent_hours + rest_hours
+
+
+@dataclass
+class CpuChoice:
+    """The cpu profile's budget among the study's: the verdicts there, the study's smaller budgets,
+    its recipe's departures and the models both trained."""
+
+    steps: int
+    tokens: int
+    study_verdicts: dict | None  # the study's (a), (b), (c) at this budget: True, False or None; None: not a budget it stores
+    own_verdicts: dict | None  # the same on the cpu profile's own models; None: none stored yet
+    a_chance: float  # the chance that (a) passes on the cpu profile's seeds with no true difference
+    unmet_below: dict[int, list[str]]  # each smaller budget of the study (tokens) -> the criteria that do not hold there
+    departures: Departures
+    shared: SharedModels | None  # None: no model of the cpu profile is stored yet
+
+
 @dataclass
 class ScaleStudy:
     """What a profile's store holds of the study, and the criteria at each budget."""
@@ -66,7 +133,9 @@ class ScaleStudy:
     cpu_costs: pd.DataFrame | None = None  # what the cpu profile would cost at each budget (cpu_costs)
     cpu_models: pd.DataFrame | None = None  # the cpu profile's own stored models (collect)
     cpu_criteria: pd.DataFrame | None = None  # the criteria on them (its one budget)
-    cited: dict = field(default_factory=dict)  # the numbers and phrases the prose cites, by glue name
+    cpu_choice: CpuChoice | None = None  # its budget and recipe against the study's (cpu_choice)
+    cpu_spending: Spending | None = None  # what its run costs (cpu_spending)
+    cited: dict = field(default_factory=dict)  # the numbers the prose cites, by glue name
 
 
 def collect(runner: Runner, variants: Sequence[str], tasks: Sequence[str]) -> pd.DataFrame:
@@ -172,8 +241,8 @@ def compute(runner: Runner, variants: Sequence[str] = (), tasks: Sequence[str] =
     :data:`STUDY_VARIANTS` the profile has; criteria (a) and (b) need ``ape-learned`` and
     ``none``) and the sentence-level ``tasks`` (default: the profile's). With ``cpu``, a runner of
     the profile the study chooses for: what it would cost at each budget (:func:`cpu_costs`), its
-    budget and recipe against the study's (:func:`cpu_choice`), and the criteria on its own
-    stored models. Reads the stores only."""
+    budget and recipe against the study's (:func:`cpu_choice`), the criteria on its own stored
+    models, and what its run costs (:func:`cpu_spending`). Reads the stores only."""
     names = resolve_variants(variants, [v for v in STUDY_VARIANTS if v in runner.profile.variants])
     tasks = list(common.chapter_tasks(tasks, runner.profile.tasks, span=False))
     models = collect(runner, names, tasks)
@@ -189,145 +258,117 @@ def compute(runner: Runner, variants: Sequence[str] = (), tasks: Sequence[str] =
         smallest_budget=int(passing.tokens.min()) if len(passing) else None,
         variants=names, tasks=tasks, budget_tokens=[s * cfg.batch_size * runner.profile.seq_len for s in cfg.budgets],
     )
-    study.cited = {"study_variants": ", ".join(names), "study_tasks": ", ".join(tasks), **recipe(runner, names[0]),
-                   "stored": study.stored, "planned": study.planned,
-                   "budgets": ", ".join(f"{t:,}" for t in study.budget_tokens),
+    study.cited = {**recipe(runner, names[0]), "stored": study.stored, "planned": study.planned,
                    "threshold": DIAGONAL_THRESHOLD, "margin": CHANCE_MARGIN, "unigram_loss": study.unigram_loss,
-                   "constant": study.constant, "bag_of_words": study.bag_of_words,
-                   "smallest_budget": "none of the stored budgets" if study.smallest_budget is None
-                   else f"{study.smallest_budget / 1e6:.1f} million tokens"}
+                   "constant": study.constant, "bag_of_words": study.bag_of_words}
     if cpu is not None:
         study.cpu_costs = cpu_costs(runner, cpu.profile)
         study.cpu_models = collect(cpu, [v for v in names if v in cpu.profile.variants], tasks)
         study.cpu_criteria = criteria_table(study.cpu_models, baseline_average(cpu, tasks, "constant"),
                                             baseline_average(cpu, tasks, "bag of words"))
-        study.cited.update(cpu_hours=CPU_HOURS, cpu_affordable=largest_affordable(study.cpu_costs),
-                           cpu_spending=cpu_spending(runner, cpu),
-                           **cpu_choice(study, runner.profile, cpu.profile, runner.stored_precision()))
+        study.cpu_choice = cpu_choice(study, runner.profile, cpu.profile, runner.stored_precision())
+        study.cpu_spending = cpu_spending(runner, cpu)
+        study.cited.update(cpu_hours=CPU_HOURS, cpu_a_chance=study.cpu_choice.a_chance)
     return study
 
 
-def cpu_choice(study: ScaleStudy, study_profile: Profile, cpu: Profile, ran_in: str = "") -> dict:
-    """The cited phrases of the cpu profile's choice: its budget, where that budget stands among
-    the study's, the study's verdict on each criterion there, the recipe's departures from the
-    study's (whose models ran in the precision ``ran_in``), and the verdicts on the cpu
-    profile's own models (``study.cpu_criteria``)."""
+def cpu_choice(study: ScaleStudy, study_profile: Profile, cpu: Profile, ran_in: str = "") -> CpuChoice:
+    """The cpu profile's budget among the study's: the study's verdicts there and on the cpu
+    profile's own models (``study.cpu_criteria``), the criteria unmet at the study's smaller
+    budgets, the recipe's departures from the study's (whose models ran in the precision
+    ``ran_in``), and the models both trained."""
     tokens = cpu.pretrain.steps * cpu.pretrain.batch_size * cpu.seq_len
-    at = study.criteria[study.criteria.tokens == tokens]
     own = study.cpu_criteria if study.cpu_criteria is not None else pd.DataFrame()
-    smallest = study.smallest_budget
-    if smallest is None:
-        standing = "no stored budget of the study meets all three criteria"
-    elif tokens == smallest:
-        standing = "the smallest budget of the study at which all three criteria hold"
-    else:
-        side = "below" if tokens < smallest else "above"
-        standing = f"{side} the smallest budget of the study at which all three criteria hold ({smallest / 1e6:.1f} million tokens)"
     seeds = {v: len(cpu.pretrain_seeds_for(v)) for v in (APE, NO_PE)}
-    cited = {"cpu_name": cpu.name, "cpu_tokens": f"{tokens / 1e6:.1f} million tokens ({cpu.pretrain.steps:,} steps)",
-             "cpu_standing": standing, "cpu_recipe": recipe_departures(study_profile, cpu, ran_in),
-             "cpu_seeds": common.seed_design(cpu, list(cpu.variants)),
-             "cpu_a_chance": f"{separation_chance(seeds[APE], seeds[NO_PE]):.3f}"}
-    for key in ("a", "b", "c"):
-        cited[f"cpu_study_{key}"] = verdict(at[key].iloc[0]) if len(at) else "not a budget the study stores"
-        cited[f"cpu_own_{key}"] = verdict(own[key].iloc[0]) if len(own) else "nothing stored yet"
-    cited["cpu_shared"] = shared_models_text(study.models, study.cpu_models, tokens)
-    cited["cpu_below"] = smaller_budgets_text(study.criteria, tokens)
-    return cited
+    return CpuChoice(steps=cpu.pretrain.steps, tokens=tokens,
+                     study_verdicts=verdicts(study.criteria[study.criteria.tokens == tokens]),
+                     own_verdicts=verdicts(own), a_chance=separation_chance(seeds[APE], seeds[NO_PE]),
+                     unmet_below=unmet_below(study.criteria, tokens),
+                     departures=recipe_departures(study_profile, cpu, ran_in),
+                     shared=shared_models(study.models, study.cpu_models, tokens))
 
 
-def smaller_budgets_text(criteria: pd.DataFrame, tokens: int) -> str:
-    """The criteria the study fails at each of its budgets below ``tokens``, in words."""
+def verdicts(criteria: pd.DataFrame) -> dict | None:
+    """Criteria (a), (b), (c) of the first row of a :func:`criteria_table` (True, False or None:
+    not decidable); None when it has no row."""
+    if not len(criteria):
+        return None
+    row = criteria.iloc[0]
+    return {key: None if row[key] is None else bool(row[key]) for key in ("a", "b", "c")}
+
+
+def unmet_below(criteria: pd.DataFrame, tokens: int) -> dict[int, list[str]]:
+    """The criteria that fail or are not decidable at each budget of ``criteria`` below
+    ``tokens``: tokens -> ["a", ...] (empty where all three hold), smallest budget first."""
     below = criteria[criteria.tokens < tokens].sort_values("tokens")
-    if not len(below):
-        return "the study stores no smaller budget"
-    parts = []
-    for _, row in below.iterrows():
-        failed = [f"({key})" for key in ("a", "b", "c") if row[key] is None or not bool(row[key])]
-        parts.append(f"at {row.tokens / 1e6:.1f} million tokens " + (f"it fails or cannot decide {', '.join(failed)}"
-                                                                    if failed else "all three hold"))
-    return "; ".join(parts)
+    return {int(row.tokens): [key for key in ("a", "b", "c") if row[key] is None or not bool(row[key])]
+            for _, row in below.iterrows()}
 
 
-def cpu_spending(runner: Runner, cpu: Runner) -> str:
-    """What the cpu profile's run has cost so far and what the rest will, in words: its stored
-    artifacts' recorded wall hours, and the hours of the rest at the rates its own artifacts
-    measured (the study's, ``runner``'s store, where it has measured none yet)."""
+def cpu_spending(runner: Runner, cpu: Runner) -> Spending:
+    """What the cpu profile's run has cost so far (its stored artifacts' recorded wall hours) and
+    what the rest will, at the rates its own artifacts measured (the study's, ``runner``'s store,
+    where it has measured none yet)."""
     planned = cpu.plan()
-    stored = sum(a.stored for a in planned)
     rates = costs.with_fallback(costs.measured_rates(cpu.store), costs.measured_rates(runner.store))
     rest = costs.estimate(cpu, planned, rates, checkpoints=False).loc["total"]
-    unknown = f", and {int(rest['unknown'])} artifacts have no measured rate yet" if rest["unknown"] else ""
     spent = costs.spent_hours(cpu.store)
-    total = spent + rest["hours"]
-    against = f"{'within' if total <= CPU_HOURS else 'over'} the {CPU_HOURS:g} hours asked"
-    if stored == len(planned):
-        return f"{spent:.1f} hours for all {stored} artifacts (the sum of their recorded wall times), {against}"
-    return (f"{spent:.1f} hours for the {stored} of {len(planned)} artifacts stored; the other "
-            f"{len(planned) - stored} are estimated at {rest['hours']:.1f} hours (at the rates its own artifacts "
-            f"measured, the study's where it has none yet){unknown}: {total:.1f} hours in all, {against}")
+    return Spending(stored=sum(a.stored for a in planned), planned=len(planned), spent_hours=spent,
+                    rest_hours=float(rest["hours"]), unpriced=int(rest["unknown"]), total_hours=spent + float(rest["hours"]))
 
 
-def shared_models_text(models: pd.DataFrame, cpu_models: pd.DataFrame | None, tokens: int) -> str:
-    """The models the study and the cpu profile both trained (same variant and pretraining seed at
-    the cpu budget), compared by validation loss, in words: the same recipe and seed on machines
-    of one type give the same bits. A model one took from the other (``pe-book adopt``: the same
-    artifact, created once) is not a second run, and is counted apart."""
+def shared_models(models: pd.DataFrame, cpu_models: pd.DataFrame | None, tokens: int) -> SharedModels | None:
+    """The models the study and the cpu profile both hold at the cpu budget (same variant and
+    pretraining seed), compared by validation loss: the same recipe and seed on machines of one
+    type give the same bits. A model one took from the other (``pe-book adopt``: the same
+    artifact, created once) is not a second run, and is counted apart. None when no model of the
+    cpu profile is stored."""
     if cpu_models is None or not len(cpu_models):
-        return "no model of the cpu profile is stored yet"
-    keys = ["variant", "pretrain_seed"]
-    both = models[models.tokens == tokens].merge(cpu_models, on=keys, suffixes=("_study", "_cpu"))
-    if not len(both):
-        return "the study and the cpu profile share no stored model at this budget yet"
+        return None
+    both = models[models.tokens == tokens].merge(cpu_models, on=["variant", "pretrain_seed"], suffixes=("_study", "_cpu"))
     taken = both.created_study == both.created_cpu
-    taken_text = f" ({int(taken.sum())} more the study took from the cpu profile)" if taken.any() else ""
-    both = both[~taken]
-    if not len(both):
-        return "the study and the cpu profile trained no model twice at this budget yet" + taken_text
-    gap = (both.validation_loss_study - both.validation_loss_cpu).abs()
-    same = int((gap == 0).sum())
-    return (f"{same} of the {len(both)} models that both trained (same variant and pretraining seed) have the same "
-            f"validation loss to the last bit" + ("" if same == len(both) else f"; the largest difference is {gap.max():.2e} nats")
-            + taken_text)
+    gap = (both.validation_loss_study - both.validation_loss_cpu).abs()[~taken]
+    return SharedModels(trained_twice=len(gap), same_loss=int((gap == 0).sum()),
+                        largest_gap=float(gap.max()) if len(gap) else math.nan, taken=int(taken.sum()))
 
 
-def recipe_departures(study: Profile, cpu: Profile, ran_in: str = "") -> str:
-    """How ``cpu`` trains differently from ``study`` apart from its length, in words ("none" when
-    it is the study's recipe stopped at its own budget); ``ran_in``: the precision the study's
-    stored models ran in."""
+def recipe_departures(study: Profile, cpu: Profile, ran_in: str = "") -> Departures:
+    """How ``cpu`` trains differently from ``study`` apart from its length (empty when it is the
+    study's recipe stopped at its own budget); ``ran_in``: the precision the study's stored models
+    ran in."""
     checks = {"model": (study.model, cpu.model), "sequence length": (study.seq_len, cpu.seq_len),
               "tokenizer": (study.tokenizer, cpu.tokenizer), "corpus": (study.corpus_tokens, cpu.corpus_tokens),
               "pretraining": (replace(study.pretrain, steps=1, snapshot_steps=(), precision="auto"),
                               replace(cpu.pretrain, steps=1, snapshot_steps=(), precision="auto")),
               "fine-tuning": (replace(study.finetune, precision="auto"), replace(cpu.finetune, precision="auto"))}
-    differ = [name for name, (a, b) in checks.items() if a != b]
-    per_task = {t: _config_changes(study.finetune_for(t), cpu.finetune_for(t),
-                                   set(study.finetune_by_task.get(t, {})) | set(cpu.finetune_by_task.get(t, {})))
-                for t in cpu.tasks if t in study.tasks}
-    if any(per_task.values()):
-        differ.append("fine-tuning of " + "; ".join(f"{t} ({changes})" for t, changes in per_task.items() if changes))
+    departures = Departures(settings=[name for name, (a, b) in checks.items() if a != b])
+    for task in (t for t in cpu.tasks if t in study.tasks):
+        changes = _config_changes(study.finetune_for(task), cpu.finetune_for(task),
+                                  set(study.finetune_by_task.get(task, {})) | set(cpu.finetune_by_task.get(task, {})))
+        if changes:
+            departures.finetuning[task] = changes
     if (study.pretrain.precision, study.finetune.precision) != (cpu.pretrain.precision, cpu.finetune.precision):
-        ran = f", which ran in {ran_in}" if ran_in and study.pretrain.precision == "auto" else ""
-        differ.append(f"precision ({cpu.pretrain.precision} for pretraining, {cpu.finetune.precision} for fine-tuning, "
-                      f"against the study's {study.pretrain.precision}{ran})")
+        departures.precision = Precision(cpu.pretrain.precision, cpu.finetune.precision, study.pretrain.precision,
+                                         ran_in if study.pretrain.precision == "auto" else "")
     if any(cpu.max_train_for(t) != study.max_train_for(t) for t in cpu.tasks if t in study.tasks):
-        differ.append(f"training examples (at most {caps_text(cpu, cpu.tasks)}, against the study's {caps_text(study, study.tasks)})")
-    return "; ".join(differ) if differ else "none"
+        departures.caps = (caps_by_value(cpu, cpu.tasks), caps_by_value(study, study.tasks))
+    return departures
 
 
-def _config_changes(study: FinetuneConfig, cpu: FinetuneConfig, names: set[str]) -> str:
+def _config_changes(study: FinetuneConfig, cpu: FinetuneConfig, names: set[str]) -> list[Change]:
     """The fields among ``names`` (a task's overrides) in which ``cpu`` fine-tunes the task unlike
-    ``study``, in words ("epochs 10 against the study's 2"; empty when alike)."""
-    return ", ".join(f"{f.name} {getattr(cpu, f.name)} against the study's {getattr(study, f.name)}"
-                     for f in fields(FinetuneConfig) if f.name in names and getattr(cpu, f.name) != getattr(study, f.name))
+    ``study`` (empty when alike)."""
+    return [Change(f.name, getattr(cpu, f.name), getattr(study, f.name))
+            for f in fields(FinetuneConfig) if f.name in names and getattr(cpu, f.name) != getattr(study, f.name)]
 
 
-def caps_text(profile: Profile, tasks: Sequence[str]) -> str:
-    """A profile's caps on training examples in words: "4,000 for cola, sst2 and 2,000 for squad"."""
+def caps_by_value(profile: Profile, tasks: Sequence[str]) -> dict[int | None, list[str]]:
+    """A profile's caps on training examples: cap (None: all) -> the ``tasks`` it applies to, in
+    the order of their first task."""
     by_cap: dict[int | None, list[str]] = {}
     for task in tasks:
         by_cap.setdefault(profile.max_train_for(task), []).append(task)
-    return " and ".join(f"{'all' if cap is None else f'{cap:,}'} for {', '.join(names)}" for cap, names in by_cap.items())
+    return by_cap
 
 
 def recipe(runner: Runner, variant: str) -> dict:
@@ -339,11 +380,6 @@ def recipe(runner: Runner, variant: str) -> dict:
             "dropout": model.hidden_dropout_prob, "mask_prob": cfg.mask_prob,
             "position_init_std": model.position_init_std if model.position_init_std is not None
             else model.initializer_range}
-
-
-def verdict(value: bool | None) -> str:
-    """A criterion's cell: pass, fail, or not decidable."""
-    return {True: "pass", False: "fail", None: "not decidable"}[value]
 
 
 def finetune_screen(path) -> pd.DataFrame:
@@ -436,15 +472,19 @@ def recipe_screen(folder) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def finetune_screen_table(screen: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+def finetune_screen_table(screen: pd.DataFrame) -> pd.DataFrame:
     """The fine-tuning screen as a table (rows: recipes; columns: each task's test score per
-    variant and its training examples) and its best result per task in words."""
+    variant and its training examples)."""
     scores = screen.pivot_table(index="recipe", columns=["task", "variant"], values="test", sort=False)
     examples = screen.groupby(["recipe", "task"], sort=False)["training examples"].first().unstack()
     examples.columns = pd.MultiIndex.from_tuples([(task, "training examples") for task in examples.columns])
-    table = pd.concat([scores, examples], axis=1).sort_index(axis=1, level=0, sort_remaining=False)
-    best = screen.loc[screen.groupby("task")["test"].idxmax()]
-    return table, "; ".join(f"{r.task} {r.test:.1f} with {r['training examples']:,} examples" for _, r in best.iterrows())
+    return pd.concat([scores, examples], axis=1).sort_index(axis=1, level=0, sort_remaining=False)
+
+
+def best_per_task(screen: pd.DataFrame) -> pd.DataFrame:
+    """The run of a fine-tuning screen (:func:`finetune_screen`) with the best test score on each
+    task, one row per task (by name)."""
+    return screen.loc[screen.groupby("task")["test"].idxmax()]
 
 
 def cpu_candidate(study: Profile, cpu: Profile, steps: int) -> Profile:
@@ -477,15 +517,8 @@ def cpu_costs(runner: Runner, cpu: Profile) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def largest_affordable(table: pd.DataFrame, hours: float = CPU_HOURS) -> str:
-    """The largest budget of a :func:`cpu_costs` table whose known cost fits ``hours``, in words."""
+def largest_affordable(table: pd.DataFrame, hours: float = CPU_HOURS) -> pd.Series | None:
+    """The row of the largest budget of a :func:`cpu_costs` table whose known cost fits ``hours``
+    (None: none fits)."""
     fits = table[table["total (h)"] <= hours]
-    if not len(fits):
-        return f"none of the budgets fits {hours:g} hours"
-    row = fits.iloc[-1]
-    hours, unknown = float(row["total (h)"]), int(row["without a measured rate"])
-    cost = (f"{hours:.1f} hours" if hours >= 0.05 else "under 0.1 hours" if hours > 0
-            else "nothing with a measured rate left to compute")
-    if unknown:
-        cost += f", plus {unknown:,} artifact{'' if unknown == 1 else 's'} whose cost has no measured rate"
-    return f"{int(row['tokens']):,} tokens ({int(row['steps']):,} steps): {cost}"
+    return fits.iloc[-1] if len(fits) else None

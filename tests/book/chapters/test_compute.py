@@ -4,7 +4,6 @@ result's ``cited`` numbers, without executing a notebook or building the book.""
 import dataclasses
 import importlib
 import math
-import re
 from pathlib import Path
 
 import numpy as np
@@ -266,7 +265,7 @@ def test_scale_defaults_to_the_study_variants_the_profile_has(store):
     study = scale.compute(store)
     assert study.variants == ["none", "ape-learned", "rpe-learned", "ape-sin-learned"] and study.tasks == ["sst2"]
     assert study.stored == study.planned and study.budget_tokens == [4 * 4 * 16]
-    assert study.cited["smallest_budget"] in ("none of the stored budgets", f"{64 / 1e6:.1f} million tokens")
+    assert study.smallest_budget in (None, 256) and study.cpu_choice is None and study.cpu_spending is None
 
 
 def test_dot_products_window_reaches_local_monotonicity(store):
@@ -283,23 +282,27 @@ def test_scale_prices_the_cpu_profile_at_each_budget(store):
     row = study.cpu_costs.iloc[0]
     assert list(study.cpu_costs["steps"]) == [4] and row["held by the study"] > 0
     assert row["to compute"] > 0 and row["total (h)"] > 0 and row["without a measured rate"] == 0
-    assert re.fullmatch(r"256 tokens \(4 steps\): (\d+\.\d|under 0\.1) hours", study.cited["cpu_affordable"])  # as fast as this machine
-    assert scale.largest_affordable(study.cpu_costs, hours=0.0) == "none of the budgets fits 0 hours"
-    assert re.fullmatch(r"\d+\.\d hours for the \d+ of \d+ artifacts stored; the other \d+ are estimated at \d+\.\d hours "
-                        r"\(at the rates its own artifacts measured, the study's where it has none yet\): \d+\.\d hours "
-                        r"in all, within the \d+ hours asked", study.cited["cpu_spending"])
+    affordable = scale.largest_affordable(study.cpu_costs)  # as fast as this machine
+    assert (affordable["tokens"], affordable["steps"]) == (256, 4) and affordable["without a measured rate"] == 0
+    assert scale.largest_affordable(study.cpu_costs, hours=0.0) is None
+    spending = study.cpu_spending
+    assert spending.stored < spending.planned == len(store.with_profile(cpu).plan()) and spending.unpriced == 0
+    assert spending.rest_hours > 0 and spending.total_hours == pytest.approx(spending.spent_hours + spending.rest_hours)
+    assert spending.total_hours <= scale.CPU_HOURS
 
 
 def test_scale_compares_the_cpu_profile_budget_recipe_and_own_models_with_the_study(store):
     itself = scale.compute(store, cpu=store)  # a profile checked against itself: its recipe, its budget, its verdicts
-    assert itself.cited["cpu_recipe"] == "none" and itself.cited["cpu_tokens"].startswith("0.0 million tokens (4 steps)")
-    assert [itself.cited[f"cpu_own_{k}"] for k in "abc"] == [itself.cited[f"cpu_study_{k}"] for k in "abc"]
+    choice = itself.cpu_choice
+    assert choice.departures == scale.Departures() and (choice.tokens, choice.steps) == (256, 4)
+    assert choice.own_verdicts == choice.study_verdicts and set(choice.study_verdicts) == {"a", "b", "c"}
+    assert choice.study_verdicts["a"] is None, "one pretraining seed each: (a) is not decidable"
     assert itself.cpu_criteria.drop(columns="a_null_rate").equals(itself.criteria.drop(columns="a_null_rate"))
-    assert itself.cited["cpu_a_chance"] == f"{scale.separation_chance(1, 1):.3f}"
+    assert choice.a_chance == itself.cited["cpu_a_chance"] == scale.separation_chance(1, 1)
     planned = len(store.plan())
-    assert re.fullmatch(rf"\d+\.\d hours for all {planned} artifacts \(the sum of their recorded wall times\), "
-                        rf"within the {scale.CPU_HOURS:g} hours asked", itself.cited["cpu_spending"])
-    assert itself.cited["cpu_below"] == "the study stores no smaller budget"
+    assert itself.cpu_spending.stored == itself.cpu_spending.planned == planned and itself.cpu_spending.rest_hours == 0
+    assert 0 < itself.cpu_spending.spent_hours == itself.cpu_spending.total_hours <= scale.CPU_HOURS
+    assert choice.unmet_below == {}, "the study stores no smaller budget"
     own = scale.stored_finetunings(store, ["none", "ape-learned"], ["sst2"], 4, "the profile's")
     assert list(own.variant) == ["none", "ape-learned"] and own["training examples"].eq(16).all()
     assert scale.stored_finetunings(store, ["none"], ["sst2"], 3, "x").empty  # no model kept at step 3
@@ -307,20 +310,19 @@ def test_scale_compares_the_cpu_profile_budget_recipe_and_own_models_with_the_st
     epochs = scale.epochs_screen(screens, store)  # the store fine-tunes neither task: the screens alone
     assert set(epochs.task) == {"cola", "squad_v2"} and epochs.test.between(0, 100).all()
     n = len(itself.models)  # the same artifacts: taken, not trained twice
-    assert itself.cited["cpu_shared"] == ("the study and the cpu profile trained no model twice at this budget yet "
-                                          f"({n} more the study took from the cpu profile)")
+    assert (choice.shared.taken, choice.shared.trained_twice) == (n, 0) and math.isnan(choice.shared.largest_gap)
     again = itself.cpu_models.assign(created="another run")
-    assert scale.shared_models_text(itself.models, again, 256) == (
-        f"{n} of the {n} models that both trained (same variant and pretraining seed) have the same validation loss "
-        "to the last bit")
-    shifted = again.assign(validation_loss=again.validation_loss + 0.5)
-    assert scale.shared_models_text(itself.models, shifted, 256).endswith("the largest difference is 5.00e-01 nats")
+    assert scale.shared_models(itself.models, again, 256) == scale.SharedModels(
+        trained_twice=n, same_loss=n, largest_gap=0.0, taken=0)
+    shifted = scale.shared_models(itself.models, again.assign(validation_loss=again.validation_loss + 0.5), 256)
+    assert (shifted.same_loss, shifted.largest_gap) == (0, pytest.approx(0.5))
+    elsewhere = scale.shared_models(itself.models, again, 512)  # the study keeps no model there
+    assert (elsewhere.trained_twice, elsewhere.taken) == (0, 0)
     longer = dataclasses.replace(store.profile, name="cpu-like", task_max_train_by_task={"sst2": 8},
                                  pretrain=dataclasses.replace(store.profile.pretrain, steps=8, precision="auto"))
     other = scale.compute(store, cpu=store.with_profile(longer))
-    assert other.cited["cpu_standing"] == "no stored budget of the study meets all three criteria" or "above" in other.cited["cpu_standing"]
-    assert other.cited["cpu_study_a"] == "not a budget the study stores" and other.cited["cpu_own_a"] == "nothing stored yet"
-    assert other.cited["cpu_shared"] == "no model of the cpu profile is stored yet"
-    assert other.cited["cpu_recipe"] == ("precision (auto for pretraining, fp32 for fine-tuning, against the study's fp32); "
-                                         "training examples (at most 8 for sst2 and 256 for squad, against the study's "
-                                         "256 for sst2, squad)")
+    assert other.cpu_choice.tokens == 512 > max(other.budget_tokens)
+    assert other.cpu_choice.study_verdicts is None and other.cpu_choice.own_verdicts is None, "not a stored budget; none stored"
+    assert other.cpu_choice.shared is None, "no model of the cpu profile is stored yet"
+    assert other.cpu_choice.departures == scale.Departures(precision=scale.Precision("auto", "fp32", "fp32", ""),
+                                                           caps=({8: ["sst2"], 256: ["squad"]}, {256: ["sst2", "squad"]}))

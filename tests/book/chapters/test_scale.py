@@ -82,15 +82,29 @@ def test_the_recipe_screen_is_read_from_its_committed_files():
 
 def test_the_cpu_profile_departs_from_the_study_in_cola_epochs_only():
     from pe_book.experiments.profiles import CPU, SCALE
-    assert scale.recipe_departures(SCALE, CPU) == "fine-tuning of cola (epochs 10 against the study's 2)"
+    assert scale.recipe_departures(SCALE, CPU) == scale.Departures(finetuning={"cola": [scale.Change("epochs", 10, 2)]})
+    assert scale.recipe_departures(SCALE, SCALE) == scale.Departures(), "the study's own recipe departs in nothing"
 
 
-def test_smaller_budgets_name_the_criteria_they_fail():
-    criteria = pd.DataFrame({"tokens": [4_096_000, 8_192_000, 16_384_000], "a": [False, None, True],
-                             "b": [False, True, True], "c": [True, True, True]})
-    assert scale.smaller_budgets_text(criteria, 16_384_000) == ("at 4.1 million tokens it fails or cannot decide (a), (b); "
-                                                                "at 8.2 million tokens it fails or cannot decide (a)")
-    assert scale.smaller_budgets_text(criteria, 4_096_000) == "the study stores no smaller budget"
+def test_recipe_departures_name_whole_settings_and_where_the_study_let_the_machine_choose_its_precision():
+    from pe_book.experiments.profiles import SCALE
+    study = dataclasses.replace(SCALE, pretrain=dataclasses.replace(SCALE.pretrain, precision="auto"))
+    cpu = dataclasses.replace(SCALE, seq_len=2 * SCALE.seq_len, corpus_tokens=1_000_000)
+    departures = scale.recipe_departures(study, cpu, ran_in="bf16")
+    assert departures.settings == ["sequence length", "corpus"] and departures.finetuning == {}
+    assert departures.precision == scale.Precision("fp32", "fp32", "auto", "bf16") and departures.caps is None
+    assert scale.recipe_departures(cpu, study, ran_in="bf16").precision.study_ran_in == "", "the study chose fp32 itself"
+
+
+def test_the_criteria_unmet_at_each_smaller_budget():
+    criteria = pd.DataFrame({"tokens": [8_192_000, 4_096_000, 16_384_000], "a": [None, False, True],
+                             "b": [True, False, True], "c": [True, True, True]})
+    assert scale.unmet_below(criteria, 16_384_000) == {4_096_000: ["a", "b"], 8_192_000: ["a"]}
+    assert list(scale.unmet_below(criteria, 16_384_000)) == [4_096_000, 8_192_000], "smallest budget first"
+    assert scale.unmet_below(criteria, 20_000_000)[16_384_000] == [], "all three hold"
+    assert scale.unmet_below(criteria, 4_096_000) == {}
+    assert scale.verdicts(criteria[criteria.tokens == 8_192_000]) == {"a": None, "b": True, "c": True}
+    assert scale.verdicts(criteria[criteria.tokens == 1]) is None, "not a budget of the table"
 
 
 def test_the_cpu_finetune_screen_is_read_from_its_committed_file():
@@ -108,15 +122,23 @@ def test_the_finetune_screen_is_read_from_its_committed_file():
     screen = scale.finetune_screen(ROOT / "studies" / "finetune_screen" / "results.jsonl")
     assert set(screen["task"]) == {"sst2", "mrpc"} and set(screen["variant"]) == {"none", "ape-learned"}
     assert screen["test"].between(0, 100).all() and screen["training examples"].max() > 1500
+    table = scale.finetune_screen_table(screen)
+    assert list(table.index) == list(dict.fromkeys(screen["recipe"])) and ("sst2", "training examples") in table.columns
+    assert table[("mrpc", "none")].max() == screen.loc[(screen.task == "mrpc") & (screen.variant == "none"), "test"].max()
 
 
-def test_largest_affordable_reads_as_words_without_floats():
-    import pandas as pd
+def test_the_best_run_of_a_screen_per_task():
+    screen = pd.DataFrame({"recipe": ["x", "y", "x", "y"], "variant": "none", "task": ["sst2", "sst2", "mrpc", "mrpc"],
+                           "training examples": [1500, 10000, 1500, 3668], "validation": 0.0,
+                           "test": [60.0, 70.0, 68.0, 66.0]})
+    best = scale.best_per_task(screen)
+    assert list(best.task) == ["mrpc", "sst2"] and list(best.recipe) == ["x", "y"]
+    assert list(best["training examples"]) == [1500, 10000]
 
+
+def test_largest_affordable_is_the_last_budget_whose_known_cost_fits():
     table = pd.DataFrame([{"steps": 2000, "tokens": 4_096_000, "total (h)": 0.0, "without a measured rate": 132},
                           {"steps": 8000, "tokens": 16_384_000, "total (h)": 9.5, "without a measured rate": 1}])
-    assert scale.largest_affordable(table, hours=5.0) == (
-        "4,096,000 tokens (2,000 steps): nothing with a measured rate left to compute, plus 132 artifacts whose cost "
-        "has no measured rate")
-    assert scale.largest_affordable(table, hours=10.0) == (
-        "16,384,000 tokens (8,000 steps): 9.5 hours, plus 1 artifact whose cost has no measured rate")
+    assert scale.largest_affordable(table, hours=5.0)["steps"] == 2000
+    assert scale.largest_affordable(table, hours=10.0)["steps"] == 8000
+    assert scale.largest_affordable(table.iloc[1:], hours=5.0) is None
