@@ -5,7 +5,11 @@ a missing data source) derives from :class:`PeLibError`. The ``pe-book`` command
 an error as one line on stderr and exits with status 1 (``--debug`` shows the traceback); any
 other exception is a bug and keeps its traceback. Each class also derives from the built-in type
 that callers caught before it existed (``ValueError``, ``OSError``, ``RuntimeError``), so code
-that catches those keeps working.
+that catches those keeps working, and each is still importable from the module that raises it
+(``pe_lib.data.sources.SourceUnavailable``, ``pe_lib.data.cache.CacheError``,
+``pe_lib.data.archives.ArchiveError``, ``pe_lib.io.LockedError``). The book's own errors
+(:mod:`pe_book`: a notebook parameter, a failed build, publishing, a missing result, an option
+value) derive from these and live beside the code that raises them.
 """
 from __future__ import annotations
 
@@ -31,6 +35,22 @@ class PositionOutOfRange(InputError):
 
 class CorruptFileError(PeLibError, ValueError):
     """A file does not match its sha256 manifest (or the manifest is missing or unreadable)."""
+
+
+class SourceUnavailable(PeLibError, RuntimeError):
+    """A data source could not be fetched or verified; the message says what was tried and the fix."""
+
+
+class CacheError(PeLibError, RuntimeError):
+    """The cache folder cannot be created or written."""
+
+
+class ArchiveError(PeLibError, RuntimeError):
+    """An archive is malformed, unsafe, or lacks a requested member."""
+
+
+class LockedError(PeLibError, RuntimeError):
+    """Another process holds the lock of a folder this run must write to."""
 
 
 class NotWritableError(PeLibError, OSError):

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from pe_lib.errors import CorruptFileError, DiskFullError, NotWritableError, PeLibError
+from pe_lib.errors import CorruptFileError, DiskFullError, LockedError, NotWritableError, PeLibError
 
 MANIFEST = "manifest.json"
 
@@ -142,10 +142,6 @@ def atomic_dir(final: str | os.PathLike[str]) -> Iterator[Path]:
     finally:
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)
-
-
-class LockedError(PeLibError, RuntimeError):
-    """Another process holds the lock."""
 
 
 _held: dict[str, tuple[int, object]] = {}  # lock path -> (depth, open file) in this process

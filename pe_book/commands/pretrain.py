@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from pe_book.commands.common import add_profile, existing_file, existing_folder, non_negative_int, positive_int
+from pe_lib.errors import InputError
 
 
 def configure(parser) -> None:
@@ -31,8 +32,8 @@ def run(args) -> int:
     from transformers import BertTokenizer
 
     from pe_book.experiments.profiles import get_profile
-    from pe_book.experiments.runner import Runner, text_blocks
-    from pe_lib.training.pretrain import MLMData, pretrain
+    from pe_book.experiments.runner import Runner
+    from pe_lib.training.pretrain import MLMData, pretrain, text_blocks
 
     profile = get_profile(args.profile)
     overrides = {k: v for k, v in (("steps", args.steps), ("batch_size", args.batch_size), ("precision", args.precision))
@@ -45,7 +46,8 @@ def run(args) -> int:
     if args.corpus_file:
         lines = [line for line in Path(args.corpus_file).read_text(encoding="utf-8").splitlines() if line.strip()]
         if len(lines) < 10:
-            raise SystemExit(f"pe-book pretrain: {args.corpus_file} has {len(lines)} non-empty lines; need at least 10")
+            raise InputError(f"{args.corpus_file} has {len(lines)} non-empty lines; --corpus-file needs at least 10 "
+                             "(the last 10% are the validation lines)")
         tok, cut = runner.tokenizer, len(lines) * 9 // 10
         data = MLMData.for_tokenizer(tok, text_blocks(tok, lines[:cut], profile.seq_len), text_blocks(tok, lines[cut:], profile.seq_len))
         runner = Runner(profile, cache_dir=args.cache, progress=not args.no_progress, tokenizer=tok, data=data)

@@ -15,14 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from pe_lib.errors import PeLibError
+from pe_lib.errors import ArchiveError
 
 _AR_MAGIC = b"!<arch>\n"
-
-
-class ArchiveError(PeLibError, RuntimeError):
-    """An archive is malformed, unsafe, or lacks a requested member."""
-
 
 def safe_target(root: Path, member: str) -> Path:
     """``root/member``, refusing absolute paths and ``..`` that would escape ``root``."""

@@ -18,15 +18,11 @@ import os
 import tempfile
 from pathlib import Path
 
-from pe_lib.errors import PeLibError
+from pe_lib.errors import CacheError
 from pe_lib.io import atomic_dir, content_key, read_json, sha256_file, write_json  # noqa: F401  (re-exported)
 
 ENV_CACHE = "PE_LIB_CACHE"
 _OFFLINE_ENV = ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE")
-
-
-class CacheError(PeLibError, RuntimeError):
-    """The cache folder cannot be created or written."""
 
 
 def default_cache_dir() -> Path:

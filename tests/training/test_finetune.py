@@ -115,15 +115,22 @@ def test_span_task_runs_end_to_end(name, model_dir, tokenizer):
 def test_empty_split_is_refused(model_dir, tokenizer):
     task = sentiment_task()
     task.splits["test"] = task.splits["test"].select([])
-    with pytest.raises(ValueError, match="split 'test' is missing or empty"):
+    with pytest.raises(InputError, match="split 'test' is missing or empty"):
         finetune(model_dir, tokenizer, task, FinetuneConfig(max_seq_len=32, doc_stride=8), progress=False)
+
+
+def test_a_bad_fine_tuning_config_is_bad_input_naming_what_is_valid():
+    with pytest.raises(InputError, match="precision must be one of auto, bf16, fp32, got 'fp16'"):
+        FinetuneConfig(precision="fp16")
+    with pytest.raises(InputError, match="doc_stride must be at least 0 and max_question_len at least 1, got -1 and 64"):
+        FinetuneConfig(doc_stride=-1)
 
 
 def test_long_questions_are_cut_at_a_token_boundary(tokenizer):
     from pe_lib.training.finetune import cut_questions
 
     assert cut_questions(tokenizer, ["  the cat sat on the mat ?", "dog ?"], 3) == ["the cat sat", "dog ?"]
-    with pytest.raises(ValueError, match="doc_stride 20 must be below the 9 context tokens"):
+    with pytest.raises(InputError, match="doc_stride 20 must be below the 9 context tokens"):
         FinetuneConfig(max_seq_len=24, doc_stride=20, max_question_len=12).check_span_lengths()
 
 

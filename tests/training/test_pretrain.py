@@ -136,16 +136,33 @@ def test_corrupt_checkpoint_is_reported_by_name_and_never_used(damage, make_conf
 
 
 def test_vocab_mismatch_is_refused(make_config, tmp_path):
-    with pytest.raises(ValueError, match="vocab_size 64 != tokenizer vocab size 100"):
+    from pe_lib.errors import InputError
+
+    with pytest.raises(InputError, match=r"vocab_size 64 != tokenizer vocab size 100: .*\(vocab_size=100\)"):
         pretrain(make_config("ape-learned"), synthetic_data(vocab=100), run_cfg(), tmp_path, progress=False)
 
 
+def test_a_batch_the_processes_do_not_divide_is_refused_naming_the_valid_choices(make_config):
+    from pe_lib.errors import InputError
+    from pe_lib.training.pretrain import check_fits
+
+    config, data = make_config("ape-learned"), synthetic_data()
+    with pytest.raises(InputError, match=r"batch_size 6 is not divisible by the 4 processes: use a multiple of 4 "
+                                         r"\(4 or 8\) or launch 1, 2, 3 or 6 processes$"):
+        check_fits(config, data, run_cfg(batch_size=6), processes=4)
+    with pytest.raises(InputError, match=r"a multiple of 8 \(8\) or launch 1, 2, 3 or 6 processes$"):
+        check_fits(config, data, run_cfg(batch_size=6), processes=8)
+    check_fits(config, data, run_cfg(batch_size=6), processes=3)
+
+
 def test_a_run_folder_of_another_configuration_is_refused(make_config, tmp_path):
+    from pe_lib.errors import InputError
+
     config, data = make_config("rope"), synthetic_data()
     pretrain(config, data, run_cfg(steps=2), tmp_path, progress=False)
-    with pytest.raises(ValueError, match="belongs to a run with another model or pretraining configuration"):
+    with pytest.raises(InputError, match="belongs to a run with another model or pretraining configuration"):
         pretrain(config, data, run_cfg(steps=3), tmp_path, progress=False)
-    with pytest.raises(ValueError, match="another model"):
+    with pytest.raises(InputError, match="another model"):
         pretrain(make_config("alibi"), data, run_cfg(steps=2), tmp_path, progress=False)
 
 

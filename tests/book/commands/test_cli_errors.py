@@ -152,6 +152,13 @@ def test_a_corpus_too_short_for_one_block(tokenizer_dir, capsys, tmp_path):
     assert "not enough for one block of 64; give a longer corpus" in line
 
 
+def test_a_corpus_file_of_too_few_lines(tokenizer_dir, capsys, tmp_path):
+    line = one_line(capsys, ["pretrain", "--variant", "ape-learned", "--corpus-file", str(corpus_file(tmp_path, 5)),
+                             "--tokenizer", str(tokenizer_dir), "--out", str(tmp_path / "run"), "--cache", str(tmp_path / "cache")])
+    assert line.startswith(f"pe-book pretrain: error: {tmp_path / 'corpus-5.txt'} has 5 non-empty lines; --corpus-file "
+                           "needs at least 10")
+
+
 def test_an_offline_task_without_a_packaged_copy(make_config, capsys, tmp_path):
     PEBertForMaskedLM(make_config()).save_pretrained(tmp_path / "model")
     line = one_line(capsys, ["finetune", "--model", str(tmp_path / "model"), "--task", "qnli", "--cache", str(tmp_path / "cache")])
