@@ -39,3 +39,40 @@ def test_the_study_records_import_names_that_exist(script):
             module = importlib.import_module(node.module)
             missing = [a.name for a in node.names if not hasattr(module, a.name)]
             assert not missing, f"{script}: {node.module} has no {missing}"
+
+
+#: Where a repository path may be named: the docs, the chapters' notebooks and the two packages
+#: (their docstrings and comments; the book's generated files under book/ are not checked).
+NAMING_FILES = ("README.md", "book/*.md", "studies/**/*.md", "notebooks/*.py", "pe_lib/**/*.py", "pe_book/**/*.py")
+#: A path as the docs write one: a top-level folder of the repository, then at least one more name.
+REPOSITORY_PATH = re.compile(r"(?<![\w./-])((?:pe_lib|pe_book|notebooks|results|studies|scripts|tests|\.ci|\.github)"
+                             r"/[\w./+-]*[\w+-])")
+#: Words that look like paths and are not: "fresh results/work folders" (pe_book/bench.py) names two folders.
+NOT_PATHS = {"results/work"}
+
+
+def missing_paths(text: str) -> list[str]:
+    """The repository paths that ``text`` names and that do not exist. A placeholder stands for any
+    name: ``notebooks/NN_topic.py`` for every chapter's notebook, ``notebooks/X.py`` for any file."""
+    missing = []
+    for path in dict.fromkeys(m[1] for m in REPOSITORY_PATH.finditer(text)):
+        pattern = re.sub(r"(?<=/)X(?=\.)", "*", path.replace("NN_topic", "[0-9][0-9]_*"))
+        if path not in NOT_PATHS and not (ROOT / path).exists() and not any(ROOT.glob(pattern)):
+            missing.append(path)
+    return missing
+
+
+def test_the_path_check_finds_a_path_that_does_not_exist():
+    text = "see `pe_lib/training/pretrain.py`, `notebooks/NN_topic.py`, .ci/run and `pe_lib/no_such_module.py`"
+    assert missing_paths(text) == ["pe_lib/no_such_module.py"]
+    assert missing_paths("`studies/verify/`, tests/training/, `results/<profile>/`") == []
+
+
+@pytest.mark.parametrize("where", NAMING_FILES)
+def test_every_path_the_docs_and_code_name_exists(where):
+    """A path named in the README, the docs, a notebook or a docstring or comment of the packages
+    exists in the repository, so that a moved or renamed file leaves no stale pointer."""
+    files = sorted(ROOT.glob(where))
+    assert files, where
+    stale = {str(f.relative_to(ROOT)): missing for f in files if (missing := missing_paths(f.read_text()))}
+    assert not stale, f"paths that do not exist: {stale}"

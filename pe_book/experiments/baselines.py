@@ -315,7 +315,7 @@ def order_free_best(payloads: Mapping[str, Mapping], task: str, split: str = "te
 def validation_targets(data: MLMData, cfg: PretrainConfig) -> np.ndarray:
     """The token ids that ``pretrain.evaluate`` scores, in its order: the masked (selected)
     positions of its validation batches, masked with the same generators (seeded from 0 whatever
-    the run's seed). ``tests/experiments/test_baselines.py`` checks the two agree."""
+    the run's seed). ``tests/book/experiments/test_baselines.py`` checks the two agree."""
     targets = []
     for i in range(min(cfg.eval_batches, math.ceil(len(data.validation) / cfg.batch_size))):
         ids = torch.as_tensor(data.validation[i * cfg.batch_size : (i + 1) * cfg.batch_size], dtype=torch.long)

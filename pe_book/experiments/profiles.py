@@ -3,9 +3,12 @@ sequence length, steps, batch, learning rates, tasks, seeds and variants; code p
 branch on a profile's name.
 
 * ``smoke``: everything tiny; the whole pipeline (all variants, all offline tasks) in minutes on 2 cores.
-* ``scale``: the scale study (issue 14): four variants pretrained to 16x the first cpu budget,
+* ``scale``: the scale study: four variants pretrained to 16x the first cpu budget,
   with models kept and evaluated at 1x, 2x, 4x, 8x and 16x; it chooses the cpu profile's budget.
 * ``cpu``: the published reproduction on a 2-core CPU: the study's recipe at the budget it chose.
+* ``cpu-next``: the next published reproduction (under way): the cpu models on a task suite that
+  tests position, with more pretraining seeds.
+* ``trend``: none, ape-learned and rpe-learned kept at 1x-16x, for the scale trend of the key effects.
 * ``gpu``: BERT-base-sized, for users with accelerators (not run here).
 """
 from __future__ import annotations
@@ -136,18 +139,13 @@ SMOKE = Profile(
     weights_in_store=True,
 )
 
-#: The recipe of the scale study, the same for every variant, from the recipe screen of
-#: 2026-11-30 (notes in the scale chapter): under BERT's recipe (post-LN, lr 1e-3, dropout 0.1, 15%
-#: masking, sequence 128) no variant used position at 1M tokens (rope = none), and a randomly
-#: initialised learned APE acted as input noise. Pre-LN (a departure from BERT) makes lr 3e-3
-#: trainable; sequences of 64 (fewer positions than dimensions, twice the steps per token); no
-#: dropout (less than one epoch); 30% masking (twice the targets); learned position tables start at
-#: zero. The schedule is anytime (inverse square root after 500 warm-up steps), so the snapshot at
-#: t steps is the model of a run of t steps. fp32 on every machine: the study runs in chunks on
-#: whatever CPU a session gets (AMD EPYC with AVX512-BF16, Intel with or without AMX), where "auto"
-#: would train some models in bf16 and others in fp32. Its first budgets were stored under "auto"
-#: on a machine where it meant fp32, and re-stored under the fp32 keys
-#: (``pe-book adopt --profile scale --rekey-auto-precision``).
+#: The model of the scale study, the same for every variant: a pre-LN encoder (a departure from
+#: BERT), no dropout, learned position tables initialised at zero. Its recipe (:data:`SCALE`) adds
+#: sequences of 64 tokens, a peak learning rate of 3e-3, 30% masking and an anytime schedule
+#: (inverse square root after 500 warm-up steps, so the snapshot at t steps is the model of a run
+#: of t steps), in fp32 on every machine: the study runs in chunks on whatever CPU a session gets,
+#: where "auto" would train some models in bf16 and others in fp32. Chapter 13 shows the recipe
+#: screen behind these choices (studies/recipe_screen).
 SCALE_MODEL = dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=2, intermediate_size=512,
                    max_position_embeddings=256, rpe_max_distance=64, hidden_dropout_prob=0.0,
                    attention_probs_dropout_prob=0.0, layer_norm="pre", position_init_std=0.0)
@@ -159,7 +157,7 @@ SMALL_FINETUNE = FinetuneConfig(epochs=2, batch_size=32, lr=3e-4, max_seq_len=12
                                 max_answer_len=16, precision="fp32")
 
 #: The fine-tuning and baseline code versions the published cpu run and the scale study were computed
-#: with (issues 36 and 41 moved both on): their results are read under them, never added to.
+#: with (``runner.CODE_VERSIONS`` has moved both on): their results are read under them, never added to.
 PUBLISHED_CODE_VERSIONS = {"finetune": 1, "baselines": 1}
 
 SCALE = Profile(
@@ -174,11 +172,9 @@ SCALE = Profile(
     corpus_tokens=None,
     variants=("none", "ape-learned", "rpe-learned", "ape-sin-learned"),
     tasks=("cola", "sst2", "mrpc", "stsb"),  # the criteria need the sentence-level tasks only
-    # Fine-tuning on up to 10,000 examples (cola has 2,751): the fine-tuning screen
-    # (studies/finetune_screen) found the 1x models at chance with 1,500 examples under every
-    # recipe tried, and far above it with all of them (sst2 71%, mrpc F1 87%). One fine-tuning
-    # seed per model keeps the study's fine-tuning to about 2 hours; the spread over pretraining
-    # seeds is measured.
+    # One fine-tuning seed per pretrained model, on up to 10,000 examples a task (cola has 2,751;
+    # chapter 13's fine-tuning screen sets the count): the study's fine-tuning takes about 2 hours,
+    # and the spread over pretraining seeds is measured.
     seeds=(0,),
     pretrain_seeds_by_variant={"none": 2, "ape-learned": 2, "rpe-learned": 2},
     task_max_train=10_000,
@@ -187,20 +183,15 @@ SCALE = Profile(
     code_versions=PUBLISHED_CODE_VERSIONS,
 )
 
-#: The cpu profile's budget, chosen by the scale study (chapter 13): 4x (8,000 steps, 16.4M
-#: tokens), the smallest budget at which criteria (a)-(c) all hold. It is the study's recipe
-#: stopped there (the same learning rate at every step, an anytime schedule), so its finished runs
-#: are the first 8,000 steps of the study's (``pe-book adopt --profile scale --from cpu`` begins the
-#: study's runs from them). Fine-tuning: the study's, on up to 10,000 training examples a sentence task (cola has 2,751),
-#: and 2,000 a span task (a span fine-tuning costs about 3 sentence ones of the same size). 4,000
-#: sentence examples (the first choice, to fit 10 hours) left every 4x model at chance on sst2 and
-#: mrpc, and one epoch over 10,000 or all examples did no better than two over 10,000 for the
-#: same cost (studies/finetune_screen, results-cpu.jsonl). cola, the word-order task, gets 10
-#: epochs (860 steps, about as many as the other tasks' 625): after 2 epochs (172 steps) the
-#: absolute PEs still predicted one class (results-cpu-cola.jsonl). squad_v2 stays at 2 epochs:
-#: 5 left every model at "no answer" too (results-cpu-squad_v2.jsonl). The whole profile then
-#: costs about 20 h on the 2-core machine (``pe-book run --profile cpu --dry-run --estimate-from
-#: cpu``): over the 10 hours asked, because no budget within them meets criteria (a)-(c) (chapter 13).
+#: The published reproduction: the scale study's recipe stopped at 4x (8,000 steps, 16.4M tokens),
+#: the smallest budget of the study at which its criteria (a)-(c) all hold (chapter 13). Under the
+#: anytime schedule its finished runs are the first 8,000 steps of the study's (``pe-book adopt
+#: --profile scale --from cpu`` begins the study's runs from them). Fine-tuning: the study's, on up
+#: to 10,000 training examples a sentence task and 2,000 a span task (a span fine-tuning costs
+#: about 3 sentence ones of the same size); cola, the word-order task, for 10 epochs (860 steps,
+#: about as many as the other sentence tasks' 625). Chapter 13 shows the fine-tuning screens behind
+#: these counts (studies/finetune_screen) and what the profile costs
+#: (``pe-book run --profile cpu --dry-run --estimate-from cpu``).
 CPU = Profile(
     name="cpu",
     description="the published reproduction on a 2-core CPU: the scale study's recipe at 4x (16.4M tokens a model)",
@@ -219,7 +210,7 @@ CPU = Profile(
     code_versions=PUBLISHED_CODE_VERSIONS,
 )
 
-#: The scale trend of the key effects (issue 36, item 6): the three variants the claims compare most,
+#: The scale trend of the key effects: the three variants the claims compare most,
 #: one pretraining seed each, kept at 1x-16x of the study's unit (4.1M tokens) and fine-tuned on the
 #: cpu profile's tasks. Its 4x model is the cpu profile's first model of the same variant (the same
 #: pretraining key: an anytime schedule's snapshot is the model of a run of that length).
@@ -242,24 +233,21 @@ TREND = Profile(
     weights_in_store=True,
 )
 
-#: Pretraining seeds of the next cpu run (issue 36, item 5): every paper variant at least two, the
+#: Pretraining seeds of the next cpu run: every paper variant at least two, the
 #: three the claims compare most three; the modern and untied variants one.
 PAPER_PRETRAINING_SEEDS = {v: 2 for v in PAPER_VARIANTS} | THREE_PRETRAINING_SEEDS
 
-#: The next published reproduction (issue 36): the cpu profile's models and recipe, a task suite whose
-#: tasks test position, more pretraining seeds, and the pretrained models kept in the store. It runs
-#: under this name beside the published ``cpu`` results and takes that name when it is complete.
-#: Tasks, from the task screen (studies/task_screen): sst2 the order-free control; cola, cloze and
-#: cloze_v2 depend on word order by construction. paws is left out: every cpu-budget model stayed at
-#: chance on it (3 or 8 epochs). The cloze tasks are learned with 5 epochs over all their examples
-#: (about 15,000), not with 2; cola keeps the cpu profile's 10 epochs.
-#: Fine-tuning seeds: 3 on the classification tasks, 1 on the span tasks. A cloze fine-tuning (5
-#: epochs of about 20,000 windows) costs about 8 times a cola one, more than pretraining its model
-#: (measured 2026-12-04 on a 2-core AMD EPYC with avx2 only: about 2,900 s against about 4,600 s of
-#: pretraining): 3 seeds on both span tasks would be three quarters of the run. With one seed a
-#: pretrained model's span score still carries its fine-tuning noise, so the variance between a
-#: variant's pretraining seeds (``pe_book.stats``: tau^2 with F = 1) holds both sources, and every
-#: paper variant has at least two of them. A group column never mixes seed counts (its tasks share them).
+#: The next published reproduction: the cpu profile's models and recipe, a task suite whose tasks
+#: test position, more pretraining seeds, and the pretrained models kept in the store. It runs under
+#: this name beside the published ``cpu`` results and takes that name when it is complete.
+#: Tasks (chosen by the task screen, studies/task_screen): sst2 the order-free control; cola, cloze
+#: and cloze_v2 depend on word order by construction. The cloze tasks are fine-tuned for 5 epochs
+#: over all their examples (about 15,000); cola keeps the cpu profile's 10 epochs.
+#: Fine-tuning seeds: 3 on the classification tasks, 1 on the span tasks, whose fine-tuning costs
+#: about as much as pretraining the model (studies/README.md). With one seed a pretrained model's
+#: span score still carries its fine-tuning noise, so the variance between a variant's pretraining
+#: seeds (``pe_book.stats``: tau^2 with F = 1) holds both sources, and every paper variant has at
+#: least two of them. A group column never mixes seed counts (its tasks share them).
 CPU_NEXT = Profile(
     name="cpu-next",
     description="the next published reproduction on a 2-core CPU: the cpu models on a task suite that tests position",
