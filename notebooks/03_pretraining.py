@@ -126,11 +126,25 @@ plt.close(fig)
 # ## Final validation loss
 
 # %% tags=["hide-input"]
+if result.cited["seed_variants"]:
+    seed_note = (f"Between the seeds of a variant the final validation loss differs by up to "
+                 f"{result.cited['seed_spread_max']:.3f} nats ({result.cited['seed_spread_variant']}; each variant's own "
+                 "spread is in the table): a gap between two variants smaller than their spreads may be a difference "
+                 "between seeds.")
+else:
+    seed_note = "Every variant has one pretraining seed here, so the spread over seeds is not measured."
+notebook.glue("seed_note", seed_note)
 (result.final.style.format({"validation loss": "{:.3f}", "perplexity": "{:,.0f}", "tokens/s": "{:,.0f}",
-                           "wall (s)": "{:.1f}", "parameters": "{:,.0f}"}, na_rep="—")
+                           "wall (s)": "{:.1f}", "parameters": "{:,.0f}", "seeds": "{:.0f}", "seed spread": "{:.3f}"},
+                          na_rep="—")
  .set_table_attributes('class="dataframe"'))
 
 # %% [markdown]
+# The curves above and the first five columns are those of pretraining seed 0 of each variant;
+# *seeds* is how many models of the variant the profile pretrains (each from its own seed) and
+# *seed spread* the range of their final validation losses (largest minus smallest).
+# {glue:text}`seed_note`
+#
 # The table lists the variants from the lowest final validation loss to the highest, with the
 # unigram model as the row **baseline: unigram** (scored on the same
 # {glue:text}`unigram_tokens` masked validation tokens): {glue:text}`below_unigram` variants have

@@ -96,6 +96,19 @@ for state, maps in result.maps.items():
 # "n/a": undefined (a constant map has no monotone trend). The second gives the change from
 # initialisation: pretraining is what the paper's claims are about, and an indicator that does not
 # move was fixed by the embedding's construction.
+#
+# Maps and indicators are those of pretraining seed 0 of each variant. {glue:text}`seed_note`
+
+# %% tags=["hide-input"]
+if result.cited["seed_variants"]:
+    seed_note = (f"{result.cited['seed_variants']} variants have more pretraining seeds; between their seeds the "
+                 f"indicators of layer {result.cited['layer_number']} differ by up to "
+                 f"{result.cited['seed_spread_max']:.2f} (the {result.cited['seed_spread_indicator']} of "
+                 f"{result.cited['seed_spread_variant']}), so a difference between variants smaller than that may be "
+                 "a difference between seeds.")
+else:
+    seed_note = "Every variant has one pretraining seed here, so the spread over seeds is not measured."
+notebook.glue("seed_note", seed_note)
 
 # %% tags=["hide-input"]
 SHORT = {k: v.replace("translation invariance", "translation inv.") for k, v in tables.LABELS.items()}

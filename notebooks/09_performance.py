@@ -134,8 +134,10 @@ plt.close(fig)
 
 # %% tags=["hide-input"]
 mfu = result.mfu
-mfu.assign(mfu=100 * mfu["mfu"]).rename(columns={"mfu": "MFU (%)", "tokens_per_s": "tokens/s"}).style.format(
-    {"tokens/s": "{:,.0f}", "achieved_tflops": "{:.3f}", "peak_tflops": "{:.3f}", "MFU (%)": "{:.1f}"}).hide(axis="index")
+mfu.assign(mfu=100 * mfu["mfu"]).rename(columns={
+    "mfu": "MFU (%)", "tokens_per_s": "tokens/s", "achieved_tflops": "achieved TFLOP/s", "peak_tflops": "peak TFLOP/s",
+    "hidden": "hidden size"}).style.format({"tokens/s": "{:,.0f}", "achieved TFLOP/s": "{:.3f}", "peak TFLOP/s": "{:.3f}",
+                                            "MFU (%)": "{:.1f}"}).hide(axis="index")
 
 # %% [markdown]
 # The cpu profile's model reaches {glue:text}`mfu_bf16:.1f`% of the bf16 matmul peak
@@ -146,7 +148,8 @@ mfu.assign(mfu=100 * mfu["mfu"]).rename(columns={"mfu": "MFU (%)", "tokens_per_s
 # ## The smoke pipeline
 
 # %% tags=["hide-input"]
-pd.DataFrame({"seconds": result.smoke}).style.format("{:.1f}")
+stages = {name.removesuffix("_s").replace("_", " "): seconds for name, seconds in result.smoke.items()}
+pd.DataFrame({"seconds": stages}).style.format("{:,.1f}")
 
 # %% [markdown]
 # `pe-book run --profile smoke` (all of the profile's variants and tasks, fresh results and work
@@ -254,7 +257,8 @@ if len(result.finetune_time):
 # ## Targets
 
 # %% tags=["hide-input"]
-result.targets.style.format({"measured": "{:.3f}", "short by": "{:.1%}"}, na_rep="—").hide(axis="index")
+result.targets.assign(met=result.targets["met"].map({True: "yes", False: "no"})).style.format(
+    {"measured": "{:.3f}", "short by": "{:.1%}"}, na_rep="—").hide(axis="index")
 
 # %% [markdown]
 # Each target is checked on the worst matching measurement; "short by" is how far a missed one is

@@ -103,9 +103,9 @@ plt.close(fig)
 #
 # $p_x \cdot p_y$ over the first {glue:text}`length` positions of each real model, then over the
 # first {glue:text}`project_positions` positions of this project's {glue:text}`n_project`
-# pretrained variants with an APE (profile {glue:text}`profile_name`). Each panel has its own
-# colour scale (bright: large), spanning the 2nd to 98th percentile of its values: larger values,
-# such as $|p_0|^2$, show in the brightest colour.
+# pretrained variants with an APE (profile {glue:text}`profile_name`, pretraining seed 0 of each).
+# Each panel has its own colour scale (bright: large), spanning the 2nd to 98th percentile of its
+# values: larger values, such as $|p_0|^2$, show in the brightest colour.
 # ```
 #
 # Two things to look for. The paper's bright diagonal band: neighbouring positions with similar

@@ -92,8 +92,18 @@ common.data_used(params, runner)
 # {glue:text}`wall_s:.1f` s for all {glue:text}`n_variants` variants.
 #
 # ## Loss at each length
+#
+# The table and figures are of pretraining seed 0 of each variant. {glue:text}`seed_note`
 
 # %% tags=["hide-input"]
+if result.cited["seed_variants"]:
+    seed_note = (f"{result.cited['seed_variants']} variants have more pretraining seeds; between their seeds the loss "
+                 f"at one length differs by up to {result.cited['seed_spread_max']:.3f} nats "
+                 f"({result.cited['seed_spread_variant']} at {result.cited['seed_spread_length']} the pretraining "
+                 "length), so a difference between variants smaller than that may be a difference between seeds.")
+else:
+    seed_note = "Every variant has one pretraining seed here, so the spread over seeds is not measured."
+notebook.glue("seed_note", seed_note)
 shown = result.shown()
 formats = {c: "{:,.1f}" if c.startswith("perplexity") else "{:+.3f}" if c.startswith("change") else "{:.3f}"
            for c in shown.columns}

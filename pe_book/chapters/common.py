@@ -133,6 +133,34 @@ def seed_design(profile, names: Sequence[str], tasks: Sequence[str] = ()) -> str
 SPLITS = ("test", "validation")
 
 
+def over_pretraining_seeds(profile, names: Sequence[str], read) -> pd.DataFrame:
+    """``read(variant, pretraining_seed)`` (a number, or a mapping of named numbers) for every
+    pretraining seed of every variant in ``names``: rows indexed by (variant, pretraining seed)."""
+    rows = {(name, p): read(name, p) for name in names for p in profile.pretrain_seeds_for(name)}
+    return pd.DataFrame([v if isinstance(v, Mapping) else {"value": v} for v in rows.values()],
+                        index=pd.MultiIndex.from_tuples(list(rows), names=["variant", "pretraining seed"]))
+
+
+def seed_spread(per_seed: pd.DataFrame) -> pd.DataFrame:
+    """Per variant of an :func:`over_pretraining_seeds` frame: the number of pretraining seeds and,
+    per column, the spread over them (largest minus smallest; NaN where there is one seed)."""
+    grouped = per_seed.groupby(level="variant", sort=False)
+    spread = grouped.max() - grouped.min()
+    spread[grouped.size() < 2] = math.nan
+    return spread.assign(seeds=grouped.size())
+
+
+def largest_spread(spread: pd.DataFrame) -> dict:
+    """The largest spread of a :func:`seed_spread` table: its ``value``, ``variant`` and ``column``,
+    and ``variants``, how many variants have several seeds (value NaN and names empty when none)."""
+    values = spread.drop(columns="seeds").stack().dropna()
+    several = int((spread["seeds"] > 1).sum())
+    if not len(values):
+        return {"value": math.nan, "variant": "", "column": "", "variants": several}
+    variant, column = values.idxmax()
+    return {"value": float(values.max()), "variant": str(variant), "column": str(column), "variants": several}
+
+
 def check_split(split: str) -> str:
     """``split`` when it is one a chapter can show, else ValueError naming the choices."""
     if split not in SPLITS:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from pe_book.chapters import common
 from pe_lib import extrapolation
 from pe_lib.positions import parse_variant, resolve_variants
 
@@ -91,8 +92,19 @@ def compute(runner, variants: Sequence[str] = ()) -> LengthExtrapolation:
         "wall_s": sum(a.provenance["wall_s"] for a in artifacts.values()),
         "n_cannot_run": result.cannot_run["variant"].nunique(),
         "cannot_run_list": ", ".join(dict.fromkeys(result.cannot_run["variant"])) or "none",
-        **_observations(result)}
+        **_observations(result), **_seed_spread(runner, names)}
     return result
+
+
+def _seed_spread(runner, names: Sequence[str]) -> dict:
+    """How far the MLM loss at any length differs between the pretraining seeds of a variant (the
+    chapter shows seed 0): the largest spread, its variant and length, and how many variants have
+    several seeds."""
+    widest = common.largest_spread(common.seed_spread(common.over_pretraining_seeds(
+        runner.profile, names, lambda v, p: extrapolation.loss_table(
+            {v: runner.ensure_extrapolation(v, p).payload})["loss"].loc[v].to_dict())))
+    return {"seed_variants": widest["variants"], "seed_spread_max": widest["value"],
+            "seed_spread_variant": widest["variant"], "seed_spread_length": widest["column"]}
 
 
 def _observations(result: LengthExtrapolation) -> dict:

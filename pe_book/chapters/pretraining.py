@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from pe_book.chapters import common
 from pe_lib.model import PEBertConfig, PEBertForMaskedLM
 from pe_lib.positions import resolve_variants
 
@@ -102,8 +103,10 @@ UNIGRAM = "baseline: unigram"
 @dataclass
 class Pretraining:
     """What the chapter shows: the ``setup`` (:func:`pretraining_setup`), the ``curves``
-    (:func:`curve_frame`), the ``final`` losses (:func:`final_losses`, the unigram baseline's row
-    :data:`UNIGRAM` included), the unigram ``unigram_loss`` and ``cited``, by glue name."""
+    (:func:`curve_frame`) and the ``final`` losses (:func:`final_losses`) of pretraining seed 0 of
+    each variant, ``final`` also with the number of pretraining seeds of each variant and the spread
+    of their final validation losses (the unigram baseline's row :data:`UNIGRAM` included), the
+    unigram ``unigram_loss`` and ``cited``, by glue name."""
     names: list[str]
     setup: dict
     curves: pd.DataFrame
@@ -128,6 +131,10 @@ def compute(runner, variants: Sequence[str] = ()) -> Pretraining:
     parameters = {name: count_parameters(a.provenance["config"]["model"]) for name, a in artifacts.items()}
     unigram = runner.ensure_unigram().payload
     final = final_losses(outcomes, parameters)
+    spread = common.seed_spread(common.over_pretraining_seeds(
+        runner.profile, names, lambda v, p: runner.ensure_pretrained(v, p).payload["result"]["validation_loss"]))
+    final = final.assign(seeds=spread["seeds"], **{"seed spread": spread["value"]})
+    widest = common.largest_spread(spread)
     ranked, loss = list(final.index), final["validation loss"]
     cited = {
         "profile_description": runner.profile.description, "n_variants": len(names),
@@ -145,6 +152,7 @@ def compute(runner, variants: Sequence[str] = ()) -> Pretraining:
         "none_standing": standing(final, "none"), "alibi_standing": standing(final, "alibi"),
         "below_unigram": f"{int((loss < unigram['validation_loss']).sum())} of {len(final)}",
         "unigram_margin": unigram["validation_loss"] - loss.iloc[0],
+        "seed_variants": widest["variants"], "seed_spread_max": widest["value"], "seed_spread_variant": widest["variant"],
     }
     final.loc[UNIGRAM, ["validation loss", "perplexity"]] = [unigram["validation_loss"], math.exp(unigram["validation_loss"])]
     curves = curve_frame({name: a.payload["curve"] for name, a in artifacts.items()})

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from pe_book import tables
+from pe_book.chapters import common
 from pe_lib.positions import parse_variant, resolve_variants
 
 
@@ -44,8 +45,13 @@ def compute(runner, variants: Sequence[str] = (), layer: int = 0) -> Probing:
             for state in ("trained", "init")}
     result = Probing(names, layer, maps, tables.indicator_table(payloads, "trained", "probe", layer),
                      tables.indicator_change(payloads, "probe", layer), {})
+    widest = common.largest_spread(common.seed_spread(common.over_pretraining_seeds(
+        runner.profile, names, lambda v, p: tables.indicator_table(
+            {v: runner.ensure_analysis(v, p).payload}, "trained", "probe", layer).loc[v].to_dict())))
     result.cited = {"probe_length": runner.profile.probe["length"], "probe_words": runner.profile.probe["n_words"],
-                    "layer_number": layer + 1, **_observations(result)}
+                    "layer_number": layer + 1, **_observations(result),
+                    "seed_variants": widest["variants"], "seed_spread_max": widest["value"],
+                    "seed_spread_variant": widest["variant"], "seed_spread_indicator": tables.LABELS.get(widest["column"], "")}
     return result
 
 

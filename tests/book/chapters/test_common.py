@@ -65,3 +65,28 @@ def test_the_spread_note_names_a_run_without_a_score():
         "each variant was fine-tuned with 3 seeds; 1 run gave no score (NaN) and is left out of the means, "
         "marked (n of N runs): rope sst2 (pretraining seed 0, fine-tuning seed 2)")
     assert read.cited(per_seed.fillna(71.0))["spread_note"] == "each variant was fine-tuned with 3 seeds"
+
+
+def test_the_spread_over_pretraining_seeds_of_each_variant():
+    """Every pretraining seed is read; a variant with one seed has no spread; the largest spread
+    names its variant and column."""
+    class Profile:
+        def pretrain_seeds_for(self, variant):
+            return (0, 1, 2) if variant == "ape-learned" else (0,)
+
+    read = []
+    values = {("ape-learned", 0): 4.6, ("ape-learned", 1): 4.9, ("ape-learned", 2): 4.7, ("rope", 0): 4.0}
+
+    def loss(variant, p):
+        read.append((variant, p))
+        return {"loss": values[variant, p], "twice": 2 * values[variant, p]}
+
+    per_seed = common.over_pretraining_seeds(Profile(), ["ape-learned", "rope"], loss)
+    assert read == list(values) and list(per_seed.index.names) == ["variant", "pretraining seed"]
+    spread = common.seed_spread(per_seed)
+    assert spread.loc["ape-learned", "seeds"] == 3 and spread.loc["rope", "seeds"] == 1
+    assert spread.loc["ape-learned", "loss"] == pytest.approx(0.3) and spread.loc["rope"].drop("seeds").isna().all()
+    assert common.largest_spread(spread) == {"value": pytest.approx(0.6), "variant": "ape-learned", "column": "twice",
+                                             "variants": 1}
+    alone = common.seed_spread(common.over_pretraining_seeds(Profile(), ["rope"], lambda v, p: 1.0))
+    assert common.largest_spread(alone)["variants"] == 0 and common.largest_spread(alone)["variant"] == ""
