@@ -143,8 +143,10 @@ plt.close(fig)
 # `pe_book.book.BOOK_PROFILES["cpu"]` lists; or open the chapter's Colab notebook, which carries
 # them. A notebook rejects an unknown parameter, or a value of the wrong type, in the cell after
 # its parameters, naming the valid ones (papermill alone would only warn). Values of variants a
-# rerun leaves out read "not run". On Google Colab, the launch button of a chapter opens its
-# notebook, whose first cell installs `pe_lib`.
+# rerun leaves out read "not run". A rerun's notebook keeps the book's glue markup in its text;
+# `pe-book book --page out.ipynb` renders it as one HTML page, with the values filled in, its
+# figures and citations, and prints the page's path. On Google Colab, the launch button of a
+# chapter opens its notebook, whose first cell installs `pe_lib`.
 #
 # ## References
 #

@@ -239,6 +239,45 @@ def build_html(root: Path = ROOT) -> Path:
     return root / BOOK_DIR / "_build" / "html" / "index.html"
 
 
+def build_page(notebook: Path, root: Path = ROOT) -> Path:
+    """One executed notebook (a papermill rerun of a chapter) as a standalone HTML page with the
+    book's configuration: glued values filled in, figures as in the book, its citations with a list
+    of references at its end, nothing executed again; references to other chapters stay plain text. Return the page's path
+    (``book/_build/pages/<name>/_build/_page/<name>/html/<name>.html``)."""
+    import shutil
+    import subprocess
+
+    import yaml
+
+    from pe_book.publish import book_config
+
+    notebook = Path(notebook).resolve()
+    if notebook.suffix != ".ipynb" or not notebook.is_file():
+        raise BookError(f"{notebook}: not an executed notebook (.ipynb); papermill writes one, e.g. "
+                        "papermill book/05_probing.ipynb out.ipynb -p profile cpu -p layer 1")
+    work = root / BOOK_DIR / "_build" / "pages" / notebook.stem
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    page_notebook = json.loads(notebook.read_text())
+    page_notebook["cells"].append({"cell_type": "markdown", "id": "page-references", "metadata": {},  # its citations
+                                   "source": "## References\n\n```{bibliography}\n:filter: docname in docnames\n```"})
+    (work / notebook.name).write_text(json.dumps(page_notebook))
+    config = book_config(root)
+    for i, bib in enumerate(config.get("bibtex_bibfiles", [])):  # the bibliography beside the page
+        shutil.copy2(root / bib, work / Path(bib).name)
+        config["bibtex_bibfiles"][i] = Path(bib).name
+    (work / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+    exe = Path(sys.executable).with_name("jupyter-book")
+    command = [str(exe) if exe.exists() else "jupyter-book", "build", notebook.name, "--config", "_config.yml"]
+    result = subprocess.run(command, cwd=work, capture_output=True, text=True)
+    page = work / "_build" / "_page" / notebook.stem / "html" / f"{notebook.stem}.html"
+    if result.returncode or not page.exists():
+        log = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout + result.stderr).strip().splitlines()
+        print("\n".join(log[-30:]), file=sys.stderr)
+        raise BookError(f"jupyter-book could not render {notebook.name} (exit {result.returncode}); see the lines above")
+    return page
+
+
 def check_stored(profile: str, results: Path = ROOT / "results") -> None:
     """Refuse a profile whose planned results are not all in the store (``pe-book book --stored-only``)."""
     from pe_book.experiments.profiles import get_profile

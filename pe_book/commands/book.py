@@ -1,12 +1,14 @@
 """``pe-book book [--profile P] [--only NOTEBOOK] [--no-html] [--no-compute | --stored-only]``:
 execute the notebooks and build the Jupyter Book (:func:`pe_book.book.build`); by default the
-published book's profile (:data:`~pe_book.commands.common.PUBLISHED_PROFILE`)."""
+published book's profile (:data:`~pe_book.commands.common.PUBLISHED_PROFILE`).
+``pe-book book --page OUT.ipynb``: a chapter rerun by papermill as one HTML page
+(:func:`pe_book.book.build_page`)."""
 from __future__ import annotations
 
 import sys
 import time
 
-from pe_book.book import BOOK_PROFILES, ROOT, BookError, build
+from pe_book.book import BOOK_PROFILES, ROOT, BookError, build, build_page
 from pe_book.commands.common import PUBLISHED_PROFILE
 
 
@@ -15,6 +17,9 @@ def configure(parser) -> None:
                         help=f"parameter values for the notebooks (default: {PUBLISHED_PROFILE})")
     parser.add_argument("--only", metavar="NOTEBOOK", help="execute only this notebook (e.g. 01_properties)")
     parser.add_argument("--no-html", action="store_true", help="execute the notebooks but do not build the HTML")
+    parser.add_argument("--page", metavar="NOTEBOOK.ipynb",
+                        help="render this executed notebook (a papermill rerun of a chapter) as one HTML page, and "
+                             "nothing else")
     computing = parser.add_mutually_exclusive_group()
     computing.add_argument("--no-compute", action="store_true",
                            help="do not compute missing results first (notebooks then compute what they need)")
@@ -26,6 +31,10 @@ def configure(parser) -> None:
 def run(args) -> int:
     start = time.perf_counter()
     try:
+        if args.page:
+            page = build_page(args.page)
+            print(f"page: {page.relative_to(ROOT) if page.is_relative_to(ROOT) else page}")
+            return 0
         index = build(args.profile, args.only, html=not args.no_html, compute=not args.no_compute,
                       stored_only=args.stored_only)
     except BookError as exc:

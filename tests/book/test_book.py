@@ -301,3 +301,23 @@ def test_intro_verdicts_name_the_columns_they_could_not_test():
     assert intro.verdict_text("not testable at this scale: no model beats bag of words", "classification") == (
         "not testable at this scale: no model beats bag of words")
     assert intro.verdict_text("supported") == "supported"
+
+
+def test_a_rerun_notebook_renders_as_one_page_with_its_glued_values_and_citations(tmp_path):
+    """``pe-book book --page OUT.ipynb``: the glued value and the citation of an executed notebook
+    appear on its page, nothing of the markup is left; anything but an .ipynb is refused."""
+    import nbformat
+
+    source = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("from pe_book import notebook\nnotebook.glue('answer', 'forty-two')"),
+        nbformat.v4.new_markdown_cell("# A rerun\n\nThe answer is {glue:text}`answer`, after {cite:t}`wang2021position`.")])
+    source.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(source, tmp_path / "source.ipynb")
+    out = tmp_path / "rerun-page-test.ipynb"
+    _run_papermill_on(tmp_path / "source.ipynb", out, {})
+    page = book.build_page(out)
+    text = re.sub(r"<[^>]+>", " ", re.sub(r"<script.*?</script>|<style.*?</style>", "", page.read_text(), flags=re.S))
+    assert page.name == "rerun-page-test.html" and "The answer is forty-two" in " ".join(text.split())
+    assert "glue:text" not in text and "cite:t" not in text and "Wang" in text
+    with pytest.raises(book.BookError, match=r"not an executed notebook \(\.ipynb\)"):
+        book.build_page(ROOT / "notebooks" / "05_probing.py")
