@@ -19,7 +19,10 @@ machine noise hits all contenders alike, and printed with a description of the m
    profile's model (single sentence, pair and span task, packaged data), before (batches of a plain
    permutation, features built by each fine-tuning) and after (length-grouped batches, features
    built once per task), against the pretraining step of the same model timed in turns with them,
-   and where a fine-tuning's time goes.
+   and where a fine-tuning's time goes;
+8. ``dry-run``: wall time of ``pe-book run --profile cpu --dry-run`` (a new process: imports, data
+   and keys) of this working tree against the commit ``--base`` (a temporary git worktree of it,
+   run with the same Python), in turns, and whether both listed the same artifacts.
 
 A training step is forward + backward + AdamW update on an MLM batch with 15% of tokens masked
 (sections 1-6).
@@ -29,12 +32,15 @@ from __future__ import annotations
 import argparse
 import math
 import multiprocessing
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
 from transformers import BertConfig, BertForMaskedLM
@@ -42,7 +48,7 @@ from transformers import BertConfig, BertForMaskedLM
 from pe_lib.model import PEBertConfig, PEBertForMaskedLM
 from pe_lib.positions import PE_VARIANTS
 
-SECTIONS = ("hf", "variants", "relative", "mfu", "smoke", "profile", "fine-tune")
+SECTIONS = ("hf", "variants", "relative", "mfu", "smoke", "profile", "fine-tune", "dry-run")
 #: The basic variants, and one with [CLS] untied (what the modifier costs).
 BENCH_VARIANTS = PE_VARIANTS + ("rpe-learned+untie-cls",)
 
@@ -434,6 +440,53 @@ def bench_finetune(cfg: FinetuneBench) -> dict:
             "finetune": asdict(profile.finetune), "rows": rows}
 
 
+# ----------------------------------------------------------------------------- 8: dry run
+
+#: The repository whose working tree this module belongs to.
+REPOSITORY = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class DryRunBench:
+    profile: str = "cpu"  # whose dry run is timed
+    base: str = "HEAD"  # the commit timed against the working tree
+    rounds: int = 2  # dry runs of each, in turns
+
+
+def dry_run(tree: Path, profile: str) -> tuple[float, str]:
+    """Wall time and output of ``pe-book run --profile <profile> --dry-run`` in a new process running
+    the code of ``tree`` (first on its path) on this repository's results, offline."""
+    env = os.environ | {"PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    command = [sys.executable, "-m", "pe_book", "run", "--profile", profile, "--dry-run", "--no-progress",
+               "--results", str(REPOSITORY / "results")]
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True, check=True)
+    return time.perf_counter() - start, done.stdout
+
+
+def bench_dry_run(cfg: DryRunBench) -> dict:
+    """The dry run of the working tree and of the commit ``cfg.base``, in turns ``cfg.rounds`` times:
+    the median wall time of each, ``speedup`` = base / working tree, and whether the last two listed
+    the same artifacts (``same_plan``: the same counts stored and to compute)."""
+    git = ["git", "-C", str(REPOSITORY)]
+    commit = subprocess.run([*git, "rev-parse", cfg.base], capture_output=True, text=True, check=True).stdout.strip()
+    seconds: dict[str, list[float]] = {"base": [], "working tree": []}
+    with tempfile.TemporaryDirectory(prefix="pe-bench-dry-run-") as tmp:
+        base = Path(tmp) / "base"
+        subprocess.run([*git, "worktree", "add", "--quiet", "--detach", str(base), commit], check=True)
+        try:
+            for _ in range(cfg.rounds):
+                outputs = {}
+                for name, tree in (("base", base), ("working tree", REPOSITORY)):
+                    wall, outputs[name] = dry_run(tree, cfg.profile)
+                    seconds[name].append(wall)
+        finally:
+            subprocess.run([*git, "worktree", "remove", "--force", str(base)], check=True)
+    base_s, current_s = statistics.median(seconds["base"]), statistics.median(seconds["working tree"])
+    return {"profile": cfg.profile, "base": commit, "rounds": cfg.rounds, "base_s": base_s, "working_tree_s": current_s,
+            "speedup": base_s / current_s, "same_plan": outputs["base"] == outputs["working tree"], "seconds": seconds}
+
+
 # ----------------------------------------------------------------------------- targets
 
 #: (name, section, row filter, value, comparison, threshold) of the project's performance targets.
@@ -493,6 +546,10 @@ def print_report(result: dict) -> None:
         print(f"[profile]  seq {r['seq']} {r['dtype']} {r['model']:6s}: {r['step_ms']:.0f} ms/step{floor}; {shares}")
     if "smoke" in result:
         print("[smoke]    " + ", ".join(f"{k} {v:.1f}" for k, v in result["smoke"].items()))
+    if "dry-run" in result:
+        r = result["dry-run"]
+        print(f"[dry-run]  {r['profile']}: base {r['base'][:10]} {r['base_s']:.1f} s, working tree {r['working_tree_s']:.1f} s"
+              f" (median of {r['rounds']}): {r['speedup']:.2f}x faster; same plan: {'yes' if r['same_plan'] else 'NO'}")
     for r in result.get("fine-tune", {}).get("rows", []):
         phases = ", ".join(f"{k} {v:.1f}" for k, v in r["seconds"].items())
         print(f"[fine-tune] {r['kind']:15s} ({r['task']}) {r['when']:6s}: {r['tokens_per_s']:7.0f} tok/s vs pretraining"
@@ -520,6 +577,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--finetune-fraction", type=float, default=FinetuneBench.fraction,
                         help="fine-tune: share of the cpu profile's training examples a task")
+    parser.add_argument("--base", default=DryRunBench.base,
+                        help="dry-run: the commit whose dry run is timed against the working tree's (default: HEAD)")
     parser.add_argument("--json", help="also write the results to this JSON file (atomically)")
     parser.add_argument("--update", action="store_true",
                         help="with --json: replace only the sections run in the existing file (the fine-tune section "
@@ -550,6 +609,8 @@ def main(argv: list[str] | None = None) -> int:
     if "fine-tune" in args.sections:
         measured = bench_finetune(FinetuneBench(fraction=args.finetune_fraction, rounds=2 * args.rounds))
         result["fine-tune"] = {"machine": result["machine"], "created": result["created"], "git_commit": result["git_commit"], **measured}
+    if "dry-run" in args.sections:
+        result["dry-run"] = bench_dry_run(DryRunBench(base=args.base))
     print_report(result)
     if args.json:
         from pe_lib.io import write_json

@@ -527,25 +527,3 @@ def extremes(rows: dict[str, dict[str, float]], names: Sequence[str], column: st
     low, high = min(values, key=values.get), max(values, key=values.get)
     return {"min": values[low], "argmin": low, "max": values[high], "argmax": high,
             "mean": float(np.mean(list(values.values())))}
-
-
-def ape_variants(requested: Sequence[str], profile_variants: Sequence[str]) -> list[str]:
-    """This project's variants to compare: ``requested`` (each must have an APE) or, when empty,
-    those of ``profile_variants`` that have one. ValueError naming the valid ones otherwise."""
-    from pe_lib.positions import parse_variant, resolve_variants
-
-    with_ape = [v for v in resolve_variants([], profile_variants) if parse_variant(v).absolute]
-    if not requested:
-        return with_ape
-    names = resolve_variants(requested, profile_variants)
-    wrong = [v for v in names if not parse_variant(v).absolute]
-    if wrong:
-        raise ValueError(f"variant(s) {wrong} have no absolute position embedding to compare; "
-                         f"valid (the profile's with an APE): {', '.join(with_ape)}")
-    return names
-
-
-def variant_grams(runner, variants: Sequence[str], length: int, state: str = "trained") -> dict[str, np.ndarray]:
-    """``p_x . p_y`` of this project's variants over their first ``min(length, seq_len)``
-    positions, from the runner's analysis artifacts (array ``<state>.ape``; computed if missing)."""
-    return {name: runner.ensure_analysis(name).arrays[f"{state}.ape"][:length, :length] for name in variants}

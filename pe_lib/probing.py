@@ -8,8 +8,8 @@ random words.
     A^l = mean_{w in W} mean_h softmax(s^{l,h}(w, w, ..., w))       an (n, n) matrix, rows = queries
 
 :func:`proximity` gives that map, or the dot products of a PEBert model's absolute position or
-relative offset vectors; :func:`absolute_position_matrix` reads the position table of any
-HuggingFace model.
+relative offset vectors; :func:`analyse_positions` gives all of a model's maps with their
+indicators; :func:`absolute_position_matrix` reads the position table of any HuggingFace model.
 """
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ import numpy as np
 import torch
 
 from pe_lib.model import PEBertModel
+from pe_lib.positions import parse_variant
+from pe_lib.properties import chen_locality, chen_symmetry, indicators
 
 
 def base_encoder(model) -> PEBertModel:
@@ -114,6 +116,43 @@ def rpe_gram(encoder: PEBertModel, k: int, layer: int = 0) -> np.ndarray:
     ``a - k``): float64 ``(2k+1, 2k+1)``."""
     vectors = encoder.relative_for(layer).table(k)  # (2k+1, d)
     return (vectors @ vectors.T).double().numpy()  # (2k+1, 2k+1)
+
+
+def analyse_positions(model, seq_len: int, probe: dict, window: int) -> tuple[dict, dict[str, np.ndarray]]:
+    """Indicators (JSON) and matrices (arrays) of a PEBert model's position embeddings over
+    ``seq_len`` positions: the APE's gram (``ape``) and the first layer's relative offsets' (``rpe``,
+    offsets up to ``seq_len - 1``), each with :func:`pe_lib.properties.indicators` (local
+    monotonicity over offsets ``1..window``) and the learned frequencies where they are learned;
+    TUPE's [CLS] bias per relative module (``untie_theta``); the identical-word attention of every
+    layer (``probe``: ``probe`` gives :func:`identical_word_attention`'s options) with the
+    indicators and Chen et al.'s locality and symmetry."""
+    encoder = base_encoder(model)
+    variant = parse_variant(encoder.config.position_embedding)
+    layers = range(encoder.config.num_hidden_layers)
+    payload: dict = {}
+    arrays: dict[str, np.ndarray] = {}
+    with torch.no_grad():
+        ape = encoder.embeddings.position
+        if ape is not None:
+            arrays["ape"] = ape_gram(encoder, seq_len)  # (n, n)
+            payload["ape"] = indicators(arrays["ape"], window=window)
+            if hasattr(ape, "freqs"):
+                arrays["ape_freqs"] = ape.freqs.double().numpy()
+        rpe = encoder.relative_for(0)
+        if rpe is not None and rpe.has_offset_table:
+            arrays["rpe"] = rpe_gram(encoder, min(rpe.max_distance, seq_len - 1))  # (2k+1, 2k+1)
+            payload["rpe"] = indicators(arrays["rpe"], window=window)
+            if hasattr(rpe, "freqs"):
+                arrays["rpe_freqs"] = np.stack([encoder.relative_for(i).freqs.double().numpy() for i in layers])
+        if variant.untie_cls:  # TUPE's words -> [CLS] bias, one (h,) per relative module
+            modules = dict.fromkeys(encoder.relative_for(i) for i in layers)
+            arrays["untie_theta"] = np.stack([m.untie.theta.double().numpy() for m in modules])  # (L or 1, h)
+    attention = [identical_word_attention(encoder, layer=layer, **probe) for layer in layers]  # L x (n, n)
+    arrays["probe"] = np.stack(attention)  # (L, n, n)
+    payload["probe"] = [{**indicators(a, window=window), "chen_locality": chen_locality(a), "chen_symmetry": chen_symmetry(a)}
+                        for a in attention]
+    payload["variant"] = variant.name
+    return payload, arrays
 
 
 #: Parameter-name endings of absolute position-embedding matrices in HuggingFace models

@@ -192,14 +192,6 @@ def test_extremes_name_their_rows():
     assert pes.extremes(rows, [], "x")["argmin"] == "none"
 
 
-def test_ape_variants_default_and_refusal():
-    profile = ["none", "ape-learned", "rope", "ape-sin+rpe-learned", "rpe-learned"]
-    assert pes.ape_variants([], profile) == ["ape-learned", "ape-sin+rpe-learned"]
-    assert pes.ape_variants(["ape-sin"], profile) == ["ape-sin"]
-    with pytest.raises(ValueError, match="no absolute position embedding.*valid.*ape-learned"):
-        pes.ape_variants(["rope"], profile)
-
-
 # ----------------------------------------------------------------------------- hub models
 
 

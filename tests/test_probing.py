@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from pe_lib import PEBertForMaskedLM, PEBertModel
-from pe_lib.probing import identical_word_attention
+from pe_lib.probing import analyse_positions, identical_word_attention
 from pe_lib.probing import proximity
 from pe_lib.properties import indicators
 
@@ -55,3 +55,15 @@ def test_proximity_refuses_what_the_model_does_not_have(variant, kind, message, 
 def test_probe_refuses_bad_layer(make_config):
     with pytest.raises(ValueError, match="layer must be in 0..1"):
         identical_word_attention(PEBertModel(make_config("rope")), layer=2)
+
+
+def test_analysis_gives_each_map_of_a_model_with_its_indicators(make_config):
+    model = PEBertForMaskedLM(make_config("ape-sin-learned+rpe-sin-learned+untie-cls", rpe_max_distance=6))
+    payload, arrays = analyse_positions(model, seq_len=8, probe={"length": 8, "n_words": 3}, window=3)
+    assert arrays["ape"].shape == (8, 8) and arrays["rpe"].shape == (13, 13) and arrays["probe"].shape == (2, 8, 8)
+    assert arrays["rpe_freqs"].shape[0] == 2 and arrays["untie_theta"].ndim == 2 and "ape_freqs" in arrays
+    assert payload["ape"] == indicators(arrays["ape"], window=3)
+    assert len(payload["probe"]) == 2 and {"chen_locality", "chen_symmetry"} <= set(payload["probe"][0])
+    assert payload["variant"] == "ape-sin-learned+rpe-sin-learned+untie-cls"
+    none, arrays = analyse_positions(PEBertForMaskedLM(make_config("none")), 8, {"length": 8, "n_words": 3}, 3)
+    assert set(none) == {"probe", "variant"} and set(arrays) == {"probe"}

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from pe_book.experiments.runner import Runner
 from pe_lib import pretrained_pes as pes
+from pe_lib.positions import parse_variant, resolve_variants
 
 #: The indicators whose extremes the prose cites, by their glue key.
 CITED_COLUMNS = (("monotonicity_local", "local"), ("monotonicity", "mono"), ("translation_invariance", "ti"),
@@ -35,16 +37,16 @@ class RealModels:
                 **{f"this project: {v}": g for v, g in self.project.items()}}
 
 
-def compute(runner, models: Sequence[str], variants: Sequence[str] = (), length: int = 128,
+def compute(runner: Runner, models: Sequence[str], variants: Sequence[str] = (), length: int = 128,
             window: int = 8) -> RealModels:
     """``models`` (packaged names or hub ids; those that cannot be loaded are skipped, with the
     reason) beside ``variants`` (default: the profile's with an APE), over ``length`` positions;
     local monotonicity and the near cosine over offsets 1..``window``."""
-    names = pes.ape_variants(variants, runner.profile.variants)
+    names = ape_variants(variants, runner.profile.variants)
     loaded = pes.load_models(models)
     real = [m for m in loaded if m.matrix is not None]
     grams = {m.name: pes.gram(m.matrix, length) for m in real}
-    project = pes.variant_grams(runner, names, length)
+    project = variant_grams(runner, names, length)
     rows = pes.indicator_rows({**grams, **project}, window)
     table = pd.DataFrame.from_dict(rows, orient="index").rename_axis("model")
     table.insert(0, "kind", ["real" if n in grams else "this project" for n in table.index])
@@ -65,3 +67,23 @@ def compute(runner, models: Sequence[str], variants: Sequence[str] = (), length:
                 for stat, value in pes.extremes(rows, members, column).items()},
              "symmetry_min": float(table["symmetry"].min()) if len(table) else math.nan}
     return RealModels(real, grams, project, table, provenance, cited)
+
+
+def ape_variants(requested: Sequence[str], profile_variants: Sequence[str]) -> list[str]:
+    """This project's variants to compare: ``requested`` (each must have an APE) or, when empty,
+    those of ``profile_variants`` that have one. ValueError naming the valid ones otherwise."""
+    with_ape = [v for v in resolve_variants([], profile_variants) if parse_variant(v).absolute]
+    if not requested:
+        return with_ape
+    names = resolve_variants(requested, profile_variants)
+    wrong = [v for v in names if not parse_variant(v).absolute]
+    if wrong:
+        raise ValueError(f"variant(s) {wrong} have no absolute position embedding to compare; "
+                         f"valid (the profile's with an APE): {', '.join(with_ape)}")
+    return names
+
+
+def variant_grams(runner: Runner, variants: Sequence[str], length: int, state: str = "trained") -> dict[str, np.ndarray]:
+    """``p_x . p_y`` of this project's variants over their first ``min(length, seq_len)``
+    positions, from the runner's analysis artifacts (array ``<state>.ape``; computed if missing)."""
+    return {name: runner.ensure_analysis(name).arrays[f"{state}.ape"][:length, :length] for name in variants}

@@ -17,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -30,11 +31,10 @@ from pe_lib.extrapolation import BUCKETS_PER_LENGTH, length_extrapolation
 from pe_lib.io import MANIFEST, content_key, manifested_dir, remove_stale_parts, verified
 from pe_lib.model import PEBertConfig, PEBertForMaskedLM, quiet_transformers
 from pe_lib.positions import parse_variant
-from pe_lib.probing import ape_gram, identical_word_attention, rpe_gram
-from pe_lib.properties import chen_locality, chen_symmetry, indicators
+from pe_lib.probing import analyse_positions
 from pe_lib.training.finetune import FinetuneConfig, TaskFeatures, feature_cut, finetune, task_features
 from pe_lib.training.pretrain import (MLMData, PretrainConfig, config_identity, finished_result, finished_snapshot,
-                                     launched_processes, make_blocks, pretrain, snapshot_dir, use_bf16)
+                                     launched_processes, pretrain, snapshot_dir, text_blocks, use_bf16)
 
 #: The version of the code behind each stage, part of every artifact key of that stage. Bump a
 #: stage's number in the commit that changes its numbers (not for a refactor that changes none),
@@ -63,6 +63,12 @@ ANALYSIS_WINDOW = 8
 class MissingResult(InputError):
     """A runner that may not compute (``compute=False``: a book built from the stored results
     only) was asked for an artifact its store lacks."""
+
+
+def code_stage(stage: str) -> str:
+    """The stage whose code version keys ``stage`` (itself, or :data:`CODE_STAGE`'s), also the
+    :attr:`Runner.timings` entry its wall time goes to."""
+    return CODE_STAGE.get(stage, stage)
 
 
 def stage_name(stage: str, pretrain_seed: int, *parts: str, snapshot: int | None = None) -> str:
@@ -113,6 +119,8 @@ class Runner:
         self._tasks: dict = {}
         self._task_keys: dict[str, str] = {}
         self._features: dict[tuple[str, str], TaskFeatures] = {}  # by task and cut (task_features)
+        self._data_key: dict | None = None  # data_fingerprint, computed at its first call
+        self._model_keys: dict[str, dict] = {}  # model_identity, by variant
         self.stopped: str | None = None  # why the last run() ended before the profile's end, if it did
         self._stored_precision: str | None = None  # of the store's pretrained models (check_precision)
 
@@ -145,11 +153,13 @@ class Runner:
         return self._corpus
 
     def data_fingerprint(self) -> dict:
-        """What identifies the pretraining data: the prepared corpus (origin + key) or, for data
-        given directly, its content; the tokenizer's vocabulary; the caps."""
-        text = hashlib.sha256(self._data.train.tobytes()).hexdigest()[:12] if self._given_data else self.corpus.folder.name
-        return {"corpus": text, "tokenizer": content_key(self.tokenizer.get_vocab()),
-                "corpus_tokens": self.profile.corpus_tokens, "seq_len": self.profile.seq_len}
+        """What identifies the pretraining data, computed once per runner: the prepared corpus
+        (origin + key) or, for data given directly, its content; the tokenizer's vocabulary; the caps."""
+        if self._data_key is None:
+            text = hashlib.sha256(self._data.train.tobytes()).hexdigest()[:12] if self._given_data else self.corpus.folder.name
+            self._data_key = {"corpus": text, "tokenizer": content_key(self.tokenizer.get_vocab()),
+                              "corpus_tokens": self.profile.corpus_tokens, "seq_len": self.profile.seq_len}
+        return self._data_key
 
     def mlm_data(self) -> MLMData:
         """Token blocks of the pretraining corpus, tokenised once and cached in the work folder."""
@@ -189,6 +199,15 @@ class Runner:
         return PEBertConfig(vocab_size=len(self.tokenizer), position_embedding=variant,
                             pad_token_id=self.tokenizer.pad_token_id, **self.profile.model)
 
+    def model_identity(self, variant: str) -> dict:
+        """The model of ``variant`` in a pretraining key, computed once per variant: its configuration's
+        fields that differ from the defaults, without the library's version (provenance, not key: an
+        upgrade that changes no number keeps the artifacts)."""
+        if variant not in self._model_keys:
+            diff = self.model_config(variant).to_diff_dict()
+            self._model_keys[variant] = {k: v for k, v in diff.items() if k != "transformers_version"}
+        return self._model_keys[variant]
+
     def run_pretrain_config(self, pretrain_seed: int = 0) -> PretrainConfig:
         """The pretraining run of a seed: the profile's, snapshots included."""
         return replace(self.profile.pretrain, seed=pretrain_seed)
@@ -204,12 +223,10 @@ class Runner:
         (:mod:`pe_lib.training.pretrain`): its key has ``processes``; a 1-process key has none, as
         before the count was recorded."""
         variant = parse_variant(variant).name
-        # the library's version is provenance, not key: an upgrade that changes no number keeps the artifacts
-        model = {k: v for k, v in self.model_config(variant).to_diff_dict().items() if k != "transformers_version"}
         pretrain = self.run_pretrain_config(pretrain_seed).at(steps or self.profile.pretrain.steps)
         processes = launched_processes()
-        return {"stage": "pretrain", "code_version": self.code_version("pretrain"), "variant": variant, "model": model,
-                "pretrain": config_identity(pretrain), "data": self.data_fingerprint(),
+        return {"stage": "pretrain", "code_version": self.code_version("pretrain"), "variant": variant,
+                "model": self.model_identity(variant), "pretrain": config_identity(pretrain), "data": self.data_fingerprint(),
                 **({"processes": processes} if processes > 1 else {})}
 
     def pretrain_key(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> str:
@@ -289,7 +306,7 @@ class Runner:
         if found is None and not self.compute:
             raise MissingResult(f"{self.store.folder(variant, stage, config)} is not stored, and this runner only reads: "
                                 f"compute it with `pe-book run --profile {self.profile.name}`")
-        current = CODE_VERSIONS[CODE_STAGE.get(config["stage"], config["stage"])]
+        current = CODE_VERSIONS[code_stage(config["stage"])]
         if found is None and config["code_version"] != current:
             raise InputError(f"{self.store.folder(variant, stage, config)} is not stored, and profile {self.profile.name} "
                              f"pins {config['stage']} code version {config['code_version']}, which this code no longer "
@@ -298,26 +315,38 @@ class Runner:
 
     # ------------------------------------------------------------------ stages
 
+    def _ensure(self, variant: str, stage: str, config: dict, compute: Callable[[Any], Computed],
+                prepare: Callable[[], Any] = lambda: None) -> Artifact:
+        """The stored artifact of ``config``, or else the one computed now: ``prepare()`` readies what
+        the stage reads (untimed: the pretrained model, the data), ``compute`` turns it into the
+        result (timed: the artifact's wall time, added to :attr:`timings`), which is saved."""
+        found = self._found(variant, stage, config)
+        if found is not None:
+            return found
+        inputs = prepare()
+        t0 = time.perf_counter()
+        computed = compute(inputs)
+        wall = time.perf_counter() - t0
+        self.timings[code_stage(config["stage"])] += wall
+        return self.store.save(variant, stage, config, computed.payload, wall, computed.arrays, computed.copies)
+
     @locked
     def ensure_pretrained(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> Artifact:
         """The result and curve of the model pretrained for ``steps`` (default: the profile's steps;
         a snapshot step gives the curve up to it)."""
-        config = self.pretrain_config(variant, pretrain_seed, steps)
         stage = stage_name("pretrain", pretrain_seed, snapshot=self.snapshot(steps))
-        found = self._found(variant, stage, config)
-        if found is not None:
-            return found
-        self.check_precision()
-        t0 = time.perf_counter()
+        return self._ensure(variant, stage, self.pretrain_config(variant, pretrain_seed, steps),
+                            lambda _: self._pretrained(variant, pretrain_seed, steps), prepare=self.check_precision)
+
+    def _pretrained(self, variant: str, pretrain_seed: int, steps: int | None) -> Computed:
+        """Train the model (resuming its run folder): its result, its curve up to it and, where the
+        store keeps weights, its files."""
         result = self._pretrain(variant, pretrain_seed, steps)
-        wall = time.perf_counter() - t0
-        self.timings["pretrain"] += wall
         lines = (self.run_dir(variant, pretrain_seed) / "curve.jsonl").read_text().splitlines()
         curve = [record for record in map(json.loads, filter(None, lines)) if record["step"] <= result["steps"]]
         model = self.model_dir(variant, pretrain_seed, steps)
         copies = {f"{STORED_MODEL}/{f.name}": f for f in sorted(model.iterdir()) if f.is_file() and f.name != MANIFEST}
-        return self.store.save(variant, stage, config, {"result": result, "curve": curve}, wall,
-                               copies=copies if self.profile.weights_in_store else None)
+        return Computed({"result": result, "curve": curve}, copies=copies if self.profile.weights_in_store else None)
 
     def weights(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> Path:
         """The folder of the model pretrained for ``steps``: the one stored with its pretraining
@@ -335,8 +364,7 @@ class Runner:
 
     def trained_model(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> PEBertForMaskedLM:
         """The pretrained model (:meth:`weights`)."""
-        with quiet_transformers():
-            return PEBertForMaskedLM.from_pretrained(self.weights(variant, pretrain_seed, steps)).eval()
+        return load_model(self.weights(variant, pretrain_seed, steps))
 
     def analysis_config(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> dict:
         return {"stage": "analysis", "code_version": self.code_version("analysis"),
@@ -345,22 +373,21 @@ class Runner:
     @locked
     def ensure_analysis(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> Artifact:
         """PE proximity matrices, identical-word attention and indicators, at init and after pretraining."""
-        config = self.analysis_config(variant, pretrain_seed, steps)
         stage = stage_name("analysis", pretrain_seed, snapshot=self.snapshot(steps))
-        found = self._found(variant, stage, config)
-        if found is not None:
-            return found
-        self.ensure_pretrained(variant, pretrain_seed, steps)
-        t0 = time.perf_counter()
+        return self._ensure(variant, stage, self.analysis_config(variant, pretrain_seed, steps),
+                            lambda weights: self._analysis(variant, pretrain_seed, weights),
+                            prepare=lambda: self.weights(variant, pretrain_seed, steps))
+
+    def _analysis(self, variant: str, pretrain_seed: int, weights: Path) -> Computed:
+        """:func:`pe_lib.probing.analyse_positions` of the model at initialisation (seeded as its
+        pretraining was) and of the pretrained one in ``weights``, by state (``init``, ``trained``)."""
         torch.manual_seed(pretrain_seed)  # the same initialisation as pretraining
         initial = PEBertForMaskedLM(self.model_config(variant)).eval()
         payload, arrays = {}, {}
-        for state, model in (("init", initial), ("trained", self.trained_model(variant, pretrain_seed, steps))):
-            payload[state], state_arrays = analyse(model, self.profile.seq_len, self.profile.probe)
+        for state, model in (("init", initial), ("trained", load_model(weights))):
+            payload[state], state_arrays = analyse_positions(model, self.profile.seq_len, self.profile.probe, ANALYSIS_WINDOW)
             arrays.update({f"{state}.{name}": a for name, a in state_arrays.items()})
-        wall = time.perf_counter() - t0
-        self.timings["analysis"] += wall
-        return self.store.save(variant, stage, config, payload, wall, arrays)
+        return Computed(payload, arrays)
 
     def extrapolation_config(self, variant: str, pretrain_seed: int = 0) -> dict:
         """The masked validation tokens are drawn with seed 0 for every model, so all are scored on the same ones."""
@@ -376,22 +403,24 @@ class Runner:
         """MLM loss of the pretrained model at each multiple of the pretraining length
         (:func:`pe_lib.extrapolation.length_extrapolation`; "cannot run" where the PE has too few positions)."""
         config = self.extrapolation_config(variant, pretrain_seed)
-        stage = stage_name("extrapolation", pretrain_seed)
-        found = self._found(variant, stage, config)
-        if found is not None:
-            return found
-        self.ensure_pretrained(variant, pretrain_seed)
+        return self._ensure(variant, stage_name("extrapolation", pretrain_seed), config,
+                            lambda ready: self._extrapolation(*ready, config),
+                            prepare=lambda: (self._weights_to_evaluate(variant, pretrain_seed), self.mlm_data()))
+
+    def _weights_to_evaluate(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> Path:
+        """:meth:`weights` for a stage that evaluates the model into a new artifact, once this machine
+        may add to the store (:meth:`check_precision`)."""
+        weights = self.weights(variant, pretrain_seed, steps)
         self.check_precision()
-        data = self.mlm_data()
-        t0 = time.perf_counter()
+        return weights
+
+    def _extrapolation(self, weights: Path, data: MLMData, config: dict) -> Computed:
+        """:func:`pe_lib.extrapolation.length_extrapolation` of the model in ``weights`` on ``data``, as ``config`` sets it."""
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        model = self.trained_model(variant, pretrain_seed).to(device)
-        payload = length_extrapolation(model, data, config["lengths"], config["tokens"], seed=config["seed"],
-                                       mask_prob=self.profile.pretrain.mask_prob, train_length=self.profile.seq_len,
-                                       bucket=config["bucket"], bf16=use_bf16(self.profile.pretrain.precision, device))
-        wall = time.perf_counter() - t0
-        self.timings["extrapolation"] += wall
-        return self.store.save(variant, stage, config, payload, wall)
+        return Computed(length_extrapolation(
+            load_model(weights).to(device), data, config["lengths"], config["tokens"], seed=config["seed"],
+            mask_prob=self.profile.pretrain.mask_prob, train_length=self.profile.seq_len, bucket=config["bucket"],
+            bf16=use_bf16(self.profile.pretrain.precision, device)))
 
     def task_fingerprint(self, name: str) -> str:
         """What identifies a task's data as the runner uses it: its origin and the content of every
@@ -424,21 +453,19 @@ class Runner:
     @locked
     def ensure_finetuned(self, variant: str, task_name: str, seed: int, pretrain_seed: int = 0,
                          steps: int | None = None) -> Artifact:
-        config = self.finetune_config(variant, task_name, seed, pretrain_seed, steps)
+        """The fine-tuning of the model pretrained for ``steps`` on a task with a fine-tuning seed
+        (:func:`pe_lib.training.finetune.finetune` on the task's features, built once per runner)."""
         stage = stage_name("finetune", pretrain_seed, task_name, f"seed{seed}", snapshot=self.snapshot(steps))
-        found = self._found(variant, stage, config)
-        if found is not None:
-            return found
-        self.ensure_pretrained(variant, pretrain_seed, steps)
-        self.check_precision()
-        task, cfg = self.task(task_name), replace(self.profile.finetune_for(task_name), seed=seed)
-        features = self.task_features(task_name, cfg)
-        t0 = time.perf_counter()
-        result = finetune(self.weights(variant, pretrain_seed, steps), self.tokenizer, task, cfg, progress=self.progress,
-                          features=features)
-        wall = time.perf_counter() - t0
-        self.timings["finetune"] += wall
-        return self.store.save(variant, stage, config, result, wall)
+        cfg = replace(self.profile.finetune_for(task_name), seed=seed)
+        return self._ensure(variant, stage, self.finetune_config(variant, task_name, seed, pretrain_seed, steps),
+                            lambda ready: self._finetuned(task_name, cfg, *ready),
+                            prepare=lambda: (self._weights_to_evaluate(variant, pretrain_seed, steps),
+                                             self.task_features(task_name, cfg)))
+
+    def _finetuned(self, task_name: str, cfg: FinetuneConfig, weights: Path, features: TaskFeatures) -> Computed:
+        """:func:`pe_lib.training.finetune.finetune` of the model in ``weights`` on the task's
+        ``features``, as ``cfg`` sets it."""
+        return Computed(finetune(weights, self.tokenizer, self.task(task_name), cfg, progress=self.progress, features=features))
 
     #: The store folder of the baselines (beside the variants' folders; not a variant).
     BASELINES = "baselines"
@@ -450,15 +477,8 @@ class Runner:
     def ensure_baselines(self, task_name: str) -> Artifact:
         """The baselines of a task (:func:`pe_book.experiments.baselines.task_baselines`: best
         constant, bag of words or fixed span rules) on the examples the models see."""
-        config = self.baselines_config(task_name)
-        found = self._found(self.BASELINES, f"baselines-{task_name}", config)
-        if found is not None:
-            return found
-        t0 = time.perf_counter()
-        payload = task_baselines(self.task(task_name))
-        wall = time.perf_counter() - t0
-        self.timings["baselines"] += wall
-        return self.store.save(self.BASELINES, f"baselines-{task_name}", config, payload, wall)
+        return self._ensure(self.BASELINES, f"baselines-{task_name}", self.baselines_config(task_name),
+                            lambda _: Computed(task_baselines(self.task(task_name))))
 
     def unigram_config(self) -> dict:
         cfg = self.profile.pretrain
@@ -470,16 +490,9 @@ class Runner:
     def ensure_unigram(self) -> Artifact:
         """The validation loss of a unigram model of the training blocks on the masked validation
         tokens of the models' validation loss (:func:`pe_book.experiments.baselines.unigram_validation_loss`)."""
-        config = self.unigram_config()
-        found = self._found(self.BASELINES, "unigram", config)
-        if found is not None:
-            return found
-        data = self.mlm_data()
-        t0 = time.perf_counter()
-        payload = unigram_validation_loss(data, self.profile.pretrain, UNIGRAM_SMOOTHING)
-        wall = time.perf_counter() - t0
-        self.timings["baselines"] += wall
-        return self.store.save(self.BASELINES, "unigram", config, payload, wall)
+        return self._ensure(self.BASELINES, "unigram", self.unigram_config(),
+                            lambda data: Computed(unigram_validation_loss(data, self.profile.pretrain, UNIGRAM_SMOOTHING)),
+                            prepare=self.mlm_data)
 
     @locked
     def run(self, variants: list[str] | None = None, tasks: list[str] | None = None,
@@ -573,63 +586,15 @@ class PlannedArtifact:
 # ----------------------------------------------------------------------------- helpers
 
 
-def text_blocks(tokenizer, lines, seq_len: int, max_tokens: int | None = None) -> np.ndarray:
-    """``[CLS] ... [SEP]`` blocks of ``seq_len`` tokens from lines of text."""
-    return make_blocks(tokenize(tokenizer, lines, max_tokens), seq_len, tokenizer.cls_token_id, tokenizer.sep_token_id)
+@dataclass(frozen=True)
+class Computed:
+    """What a stage computed, as :meth:`Store.save` keeps it: the JSON payload, arrays and files copied in."""
+    payload: dict
+    arrays: dict[str, np.ndarray] | None = None
+    copies: dict[str, Path] | None = None
 
 
-def tokenize(tokenizer, lines, max_tokens: int | None, batch: int = 1000) -> np.ndarray:
-    """Concatenated token ids of ``lines`` (no special tokens), stopping after ``max_tokens``."""
-    pieces, total, chunk = [], 0, []
-    for line in lines:
-        chunk.append(line)
-        if len(chunk) == batch:
-            total += _encode(tokenizer, chunk, pieces)
-            chunk = []
-            if max_tokens is not None and total >= max_tokens:
-                break
-    if chunk and (max_tokens is None or total < max_tokens):
-        _encode(tokenizer, chunk, pieces)
-    ids = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int32)
-    return ids[:max_tokens] if max_tokens is not None else ids
-
-
-def _encode(tokenizer, lines: list[str], pieces: list[np.ndarray]) -> int:
-    encoded = tokenizer(lines, add_special_tokens=False)["input_ids"]
-    flat = np.fromiter((t for ids in encoded for t in ids), dtype=np.int32)
-    pieces.append(flat)
-    return len(flat)
-
-
-def analyse(model: PEBertForMaskedLM, seq_len: int, probe: dict) -> tuple[dict, dict[str, np.ndarray]]:
-    """Indicators (JSON) and matrices (arrays) of one model's position embeddings."""
-    encoder = model.bert
-    variant = parse_variant(encoder.config.position_embedding)
-    payload: dict = {}
-    arrays: dict[str, np.ndarray] = {}
-    with torch.no_grad():
-        ape = encoder.embeddings.position
-        if ape is not None:
-            arrays["ape"] = ape_gram(encoder, seq_len)  # (n, n)
-            payload["ape"] = indicators(arrays["ape"], window=ANALYSIS_WINDOW)
-            if hasattr(ape, "freqs"):
-                arrays["ape_freqs"] = ape.freqs.double().numpy()
-        rpe = encoder.relative_for(0)
-        if rpe is not None and rpe.has_offset_table:
-            arrays["rpe"] = rpe_gram(encoder, min(rpe.max_distance, seq_len - 1))  # (2k+1, 2k+1)
-            payload["rpe"] = indicators(arrays["rpe"], window=ANALYSIS_WINDOW)
-            if hasattr(rpe, "freqs"):
-                arrays["rpe_freqs"] = np.stack([encoder.relative_for(i).freqs.double().numpy()
-                                                for i in range(encoder.config.num_hidden_layers)])
-        if variant.untie_cls:  # TUPE's words -> [CLS] bias, one (h,) per relative module
-            modules = dict.fromkeys(encoder.relative_for(i) for i in range(encoder.config.num_hidden_layers))
-            arrays["untie_theta"] = np.stack([m.untie.theta.double().numpy() for m in modules])  # (L or 1, h)
-    layers = []
-    for layer in range(encoder.config.num_hidden_layers):
-        attention = identical_word_attention(encoder, layer=layer, **probe)  # (n, n)
-        layers.append(attention)
-    arrays["probe"] = np.stack(layers)  # (L, n, n)
-    payload["probe"] = [{**indicators(a, window=ANALYSIS_WINDOW), "chen_locality": chen_locality(a), "chen_symmetry": chen_symmetry(a)}
-                        for a in layers]
-    payload["variant"] = variant.name
-    return payload, arrays
+def load_model(folder: Path) -> PEBertForMaskedLM:
+    """The pretrained model saved in ``folder``, in evaluation mode."""
+    with quiet_transformers():
+        return PEBertForMaskedLM.from_pretrained(folder).eval()

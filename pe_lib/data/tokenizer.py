@@ -14,6 +14,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import tokenizers
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
 from tqdm.auto import tqdm
@@ -74,6 +75,21 @@ def count_tokens(tok: BertTokenizer, lines: Iterable[str]) -> int:
     backend: Tokenizer = tok.backend_tokenizer
     return sum(len(enc.ids) for batch in _batches(lines)
                for enc in backend.encode_batch(batch, add_special_tokens=False))
+
+
+def tokenize(tok: BertTokenizer, lines: Iterable[str], max_tokens: int | None = None, batch: int = 1000) -> np.ndarray:
+    """Concatenated token ids (int32, no special tokens) of ``lines``, encoded ``batch`` lines at a
+    time; with ``max_tokens``, the first ``max_tokens`` of them (no line is read past the batch
+    that reaches them)."""
+    pieces, total = [], 0
+    for chunk in _batches(lines, batch):
+        encoded = tok(chunk, add_special_tokens=False)["input_ids"]
+        pieces.append(np.fromiter((t for ids in encoded for t in ids), dtype=np.int32))
+        total += len(pieces[-1])
+        if max_tokens is not None and total >= max_tokens:
+            break
+    ids = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int32)
+    return ids[:max_tokens] if max_tokens is not None else ids
 
 
 def _wordpiece_folder(corpus: Corpus, vocab_size: int, root: Path) -> Path:

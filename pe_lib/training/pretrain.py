@@ -216,6 +216,14 @@ def make_blocks(token_ids: np.ndarray, seq_len: int, cls_id: int, sep_id: int) -
     return np.concatenate([cls, rows, sep], axis=1)  # (N, n)
 
 
+def text_blocks(tokenizer, lines, seq_len: int, max_tokens: int | None = None) -> np.ndarray:
+    """``[CLS] ... [SEP]`` blocks of ``seq_len`` tokens from lines of text (at most ``max_tokens``
+    tokens of them: :func:`pe_lib.data.tokenizer.tokenize`)."""
+    from pe_lib.data.tokenizer import tokenize
+
+    return make_blocks(tokenize(tokenizer, lines, max_tokens), seq_len, tokenizer.cls_token_id, tokenizer.sep_token_id)
+
+
 def step_seed(*parts: int) -> int:
     """A 63-bit seed derived from non-negative integers such as (seed, step, rank, purpose)."""
     return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))

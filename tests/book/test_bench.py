@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from pe_book.bench import (FINETUNE_PHASES, FINETUNE_TASKS, BenchConfig, finetune_phases, model_flops_per_step, pe_model,
-                           step_matmuls, targets, updated)
+from pe_book.bench import (FINETUNE_PHASES, FINETUNE_TASKS, BenchConfig, dry_run, finetune_phases, model_flops_per_step,
+                           pe_model, step_matmuls, targets, updated)
 from pe_lib.training.finetune import Tally
 
 
@@ -95,3 +95,12 @@ def test_the_chapter_cites_each_kind_before_and_after_and_says_when_unmeasured()
     missing = performance.finetune_cited({})
     assert set(cited) <= set(missing) | {"finetune_rounds"} and "--sections fine-tune" in missing["finetune_note"]
     assert performance.finetune_time(finetune_section(ratios)).shape == (6, 8)
+
+
+def test_a_dry_run_runs_the_code_of_the_tree_it_is_given(tmp_path):
+    """The base commit's code, not the installed working tree's, is what a base dry run times."""
+    (tmp_path / "pe_book").mkdir()
+    (tmp_path / "pe_book" / "__init__.py").write_text("")
+    (tmp_path / "pe_book" / "__main__.py").write_text("import sys\nprint('tree at', __file__, *sys.argv[1:5])\n")
+    seconds, output = dry_run(tmp_path, "cpu")
+    assert output.strip() == f"tree at {tmp_path / 'pe_book' / '__main__.py'} run --profile cpu --dry-run" and seconds > 0

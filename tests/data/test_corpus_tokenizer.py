@@ -11,7 +11,7 @@ from transformers import AutoTokenizer, BertTokenizer
 from pe_lib.data import corpus as corpus_module
 from pe_lib.data.corpus import (load_corpus, packaged_corpus, split_documents, wikitext_documents)
 from pe_lib.data.readers import Document
-from pe_lib.data.tokenizer import SPECIAL_TOKENS, load_tokenizer, train_wordpiece
+from pe_lib.data.tokenizer import SPECIAL_TOKENS, load_tokenizer, tokenize, train_wordpiece
 
 
 def _docs(n: int) -> list[Document]:
@@ -100,6 +100,17 @@ def test_train_wordpiece_special_tokens_first() -> None:
     assert [tok.token_to_id(t) for t in SPECIAL_TOKENS] == [0, 1, 2, 3, 4]
     with pytest.raises(ValueError):
         train_wordpiece(lines, vocab_size=3)
+
+
+def test_tokenize_concatenates_lines_and_stops_at_the_cap(tmp_path: Path) -> None:
+    (tmp_path / "vocab.txt").write_text("\n".join([*SPECIAL_TOKENS, "the", "cat", "sat"]) + "\n")
+    tok = BertTokenizer(vocab=str(tmp_path / "vocab.txt"))
+    lines = ["the cat", "sat", "the cat sat"]
+    assert tokenize(tok, lines, batch=2).tolist() == [5, 6, 7, 5, 6, 7]
+    assert tokenize(tok, lines, max_tokens=4, batch=2).tolist() == [5, 6, 7, 5]
+    read = []
+    tokenize(tok, (read.append(line) or line for line in lines), max_tokens=2, batch=2)
+    assert read == ["the cat", "sat"], "no line past the batch that reaches the cap"
 
 
 def test_prepared_tokenizer_reloads_as_hf_fast_tokenizer(prepared_cache: Path) -> None:

@@ -10,7 +10,7 @@ import torch
 from safetensors.torch import load_file
 
 from pe_book.experiments.profiles import SMOKE
-from pe_lib.training.pretrain import MLMData, PretrainConfig, batch_rows, make_blocks, mask_tokens, pretrain
+from pe_lib.training.pretrain import MLMData, PretrainConfig, batch_rows, make_blocks, mask_tokens, pretrain, text_blocks
 
 SPECIAL = (0, 1, 2, 3, 4)  # [PAD] [UNK] [CLS] [SEP] [MASK]
 
@@ -20,6 +20,15 @@ def synthetic_data(vocab=64, seq_len=16, rows=48, seed=0) -> MLMData:
     stream = rng.integers(5, vocab, size=rows * (seq_len - 2) + 7)
     blocks = make_blocks(stream, seq_len, cls_id=2, sep_id=3)
     return MLMData(train=blocks[:40], validation=blocks[40:], vocab_size=vocab, mask_id=4, special_ids=SPECIAL)
+
+
+def test_text_blocks_cut_the_tokens_of_lines_into_blocks(tmp_path):
+    from transformers import BertTokenizer
+
+    (tmp_path / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat"]) + "\n")
+    tok = BertTokenizer(vocab=str(tmp_path / "vocab.txt"))
+    blocks = text_blocks(tok, ["the cat sat", "the cat", "sat the"], seq_len=4, max_tokens=6)
+    assert blocks.tolist() == [[2, 5, 6, 3], [2, 7, 5, 3], [2, 6, 7, 3]]
 
 
 def run_cfg(**overrides) -> PretrainConfig:

@@ -103,7 +103,7 @@ def test_extrapolation_is_an_artifact_reused_and_keyed_apart_from_the_other_stag
     runner.ensure_finetuned("ape-learned", "sst2", 0)
     other = Runner(dataclasses.replace(profile, extrapolation_multipliers=(1, 2), extrapolation_tokens=64),
                    runner.store.root.parent, runner.work, progress=False, tokenizer=runner.tokenizer, data=runner.mlm_data())
-    computed = [count_calls(monkeypatch, name) for name in ("pretrain", "analyse", "finetune")]
+    computed = [count_calls(monkeypatch, name) for name in ("pretrain", "analyse_positions", "finetune")]
     other.ensure_pretrained("ape-learned")
     other.ensure_analysis("ape-learned")
     other.ensure_finetuned("ape-learned", "sst2", 0)
@@ -176,10 +176,17 @@ def test_keys_do_not_depend_on_whether_the_data_was_loaded(profile, tmp_path, mo
     fresh = Runner(profile, tmp_path / "results", tmp_path / "work", progress=False, tokenizer=None)
     monkeypatch.setattr(Runner, "corpus", SimpleNamespace(folder=tmp_path / "corpus-packaged-abc"))
     monkeypatch.setattr(Runner, "tokenizer", property(lambda self: BertTokenizer(vocab=str(_vocab(tmp_path)))))
-    before = fresh.data_fingerprint()
+    loaded = Runner(profile, tmp_path / "results", tmp_path / "work", progress=False, tokenizer=None)
     rng = np.random.default_rng(0)
-    fresh._data = MLMData(rng.integers(5, 10, size=(8, 16)), rng.integers(5, 10, size=(2, 16)), 15, 4, (0, 1, 2, 3, 4))
-    assert fresh.data_fingerprint() == before
+    loaded._data = MLMData(rng.integers(5, 10, size=(8, 16)), rng.integers(5, 10, size=(2, 16)), 15, 4, (0, 1, 2, 3, 4))
+    assert loaded.data_fingerprint() == fresh.data_fingerprint()
+
+
+def test_a_plan_computes_the_data_fingerprint_once_and_each_model_once_per_variant(runner, monkeypatch):
+    fingerprints, models = count_calls(monkeypatch, "content_key"), count_calls(monkeypatch, "PEBertConfig")
+    planned = runner.plan()
+    assert runner.plan() == planned
+    assert len(fingerprints) == 1 and len(models) == len(runner.profile.variants)
 
 
 def _vocab(folder):
@@ -377,7 +384,7 @@ def test_keys_ignore_library_versions(runner, monkeypatch):
     key = runner.pretrain_key("ape-learned")
     monkeypatch.setattr(transformers.configuration_utils, "__version__", "99.0.0")
     assert runner.model_config("ape-learned").to_diff_dict()["transformers_version"] == "99.0.0"
-    assert runner.pretrain_key("ape-learned") == key
+    assert runner.with_profile(runner.profile).pretrain_key("ape-learned") == key, "a runner that computes its key anew"
 
 
 def test_snapshots_are_budgets_with_their_own_artifacts(runner, profile):
