@@ -39,14 +39,7 @@ from pe_lib.training.pretrain import (MLMData, PretrainConfig, config_identity, 
 #: The version of the code behind each stage, part of every artifact key of that stage. Bump a
 #: stage's number in the commit that changes its numbers (not for a refactor that changes none),
 #: so changed code never reuses a stale artifact and a pure refactor keeps every committed one.
-#: History: pretrain 1 = seeds per pretraining run, a validation mask shared by all of them,
-#: the deterministic tokenizer and the learned APE's broadcast lookup (all keys new on 2026-11-30);
-#: analysis 1; extrapolation 1 (paired changes against the same tokens at 1x); finetune 1 (the
-#: SQuAD v2.0 null threshold chosen on the validation split), finetune 2 (length-grouped training
-#: batches, evaluation in order of length: issue 41); baselines 1 (the task baselines and
-#: the unigram loss of :mod:`pe_book.experiments.baselines`), baselines 2 (one best-constant
-#: predictor per task, span rules random candidate / absent word / neighbour match, order_free flags,
-#: a validation-chosen "no answer" threshold per rule: issue 36).
+#: What each number brought: studies/README.md, "Code versions".
 CODE_VERSIONS = {"pretrain": 1, "analysis": 1, "extrapolation": 1, "finetune": 2, "baselines": 2}
 #: Stages keyed by another stage's code version (the unigram loss is a baseline).
 CODE_STAGE = {"unigram": "baselines"}
