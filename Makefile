@@ -6,7 +6,7 @@ OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
 # (make cannot import it; tests/book/test_publish.py checks that the two agree).
 PROFILE ?= cpu
 
-.PHONY: setup test book check-book check-keys check-results verify-results chromium bench clean check-repository colab
+.PHONY: setup test book check-book check-keys check-results verify-results chromium bench bench-pretrain clean check-repository colab
 
 setup: $(STAMP)
 
@@ -83,6 +83,10 @@ colab: $(STAMP)
 
 bench: $(STAMP)
 	$(OFFLINE) $(PY) -m pe_book.bench --json results/bench.json
+
+# Pretraining speed of the cpu profile's model, HEAD against BASE (default: issue 37's base), side by side.
+bench-pretrain: $(STAMP)
+	$(OFFLINE) $(PY) scripts/bench_pretrain_vs_base.py $(if $(BASE),--base $(BASE))
 
 clean:
 	rm -rf book/_build .pytest_cache
