@@ -68,7 +68,7 @@ runner = common.open_runner(profile, results)
 result = properties.compute(runner, variants, hidden_size, num_heads, num_layers, length, n_words, window, seed)
 notebook.glue("profile_name", profile)
 notebook.glue_all(result.cited)
-pd.DataFrame({"value": params})
+common.param_table(params)
 
 # %% [markdown]
 # ## In theory

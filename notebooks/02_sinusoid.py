@@ -82,7 +82,7 @@ notebook.glue("profile_name", profile)
 notebook.glue("max_offset", max_offset)
 notebook.glue_all(result.cited)
 dims = result.dims
-pd.DataFrame({"value": params})
+common.param_table(params)
 
 # %% [markdown]
 # ## $\psi$ and $\psi'$
@@ -207,7 +207,10 @@ ax.set(xlabel="frequency index i", ylabel="learned / initial frequency")
 ax.legend(fontsize="small")
 notebook.glue("fig_learned", fig)
 plt.close(fig)
-result.learned_table.style.format({"median |w - w0| / w0": "{:.2e}", "range w0 (real)": "{:.3f}", "range w (real)": "{:.3f}"})
+change = result.cited["max_relative_change"]  # NaN without pretrained models: glued as "not run"
+notebook.glue("max_relative_change_text", common.number_text(change) if np.isfinite(change) else change)
+result.learned_table.style.format({"median |w - w0| / w0": common.number_text, "range w0 (real)": "{:.3f}",
+                                   "range w (real)": "{:.3f}"})
 
 # %% [markdown]
 # ```{glue:figure} fig_learned
@@ -219,6 +222,6 @@ result.learned_table.style.format({"median |w - w0| / w0": "{:.2e}", "range w0 (
 # ```
 #
 # The table gives the median relative change of the frequencies (at most
-# {glue:text}`max_relative_change:.2e` here) and the monotonic ranges of $\psi$ before and after
+# {glue:text}`max_relative_change_text` here) and the monotonic ranges of $\psi$ before and after
 # training, on integer and on real offsets. A profile trained for few steps barely moves the
 # frequencies; the cpu profile shows what pretraining makes of them.

@@ -133,8 +133,9 @@ plt.close(fig)
 # is. Verdicts rest only on testable columns: {glue:text}`testable_text`.
 
 # %% tags=["hide-input"]
-(result.testable.style.format({"mean": "{:.1f}", "low": "{:.1f}", "baseline score": "{:.1f}", "gap": "{:+.1f}",
-                               "gap low": "{:+.1f}"}, na_rep="n/a")
+(common.yes_no_columns(result.testable)
+ .style.format({"mean": "{:.1f}", "low": "{:.1f}", "baseline score": "{:.1f}", "gap": "{:+.1f}", "gap low": "{:+.1f}"},
+               na_rep="n/a")
  .set_properties(subset=["reason"], **{"text-align": "left"}).set_table_attributes('class="dataframe"'))
 
 # %% [markdown]

@@ -31,7 +31,7 @@ import pandas as pd
 import seaborn as sns
 
 from pe_book import notebook
-from pe_book.chapters import performance
+from pe_book.chapters import common, performance
 
 notebook.record_names(globals())
 
@@ -45,7 +45,7 @@ bench_json: str = "results/bench.json"  # output of `make bench` (python -m pe_b
 params = notebook.check_notebook_parameters(globals())
 result = performance.compute(bench_json)
 notebook.glue_all(result.cited)
-pd.DataFrame({"value": params})
+common.param_table(params)
 
 # %% [markdown]
 # The numbers below were measured on {glue:text}`bench_created` on a {glue:text}`machine_cpu` with
@@ -176,7 +176,11 @@ if len(profile):
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, frameon=False)
     notebook.glue("fig_profile", fig)
     plt.close(fig)
-result.floor
+FLOOR = {"step_ms": "pe_lib step (ms)", "matmul_floor_ms": "matmul floor (ms)",
+         "max_speedup": "largest speed-up (x)", "hf_step_ms": "HF step (ms)"}
+result.floor.rename(columns=FLOOR).style.format(
+    {"pe_lib step (ms)": "{:,.1f}", "matmul floor (ms)": "{:,.1f}", "largest speed-up (x)": "{:.2f}",
+     "HF step (ms)": "{:,.1f}"}, na_rep="n/a")
 
 # %% [markdown]
 # ```{glue:figure} fig_profile

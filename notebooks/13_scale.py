@@ -97,11 +97,12 @@ notebook.glue("budgets", ", ".join(f"{t:,}" for t in study.budget_tokens))
 # %% tags=["hide-input"]
 screened = scale.recipe_screen(screen)
 notebook.glue("screen_runs", screened["run"].nunique())
-screened.style.format({"peak lr": "{:g}", "warm-up": "{:g}", "masking": "{:.2f}", "dropout": "{:g}",
-                       "position init std": "{:g}", "position lr x": "{:g}", "sinusoid scale": "{:g}",
-                       "tokens (M)": "{:.2f}", "validation loss": "{:.3f}", "unigram loss": "{:.3f}",
-                       "APE monotonicity": "{:+.3f}", "APE local monotonicity": "{:+.3f}"},
-                      na_rep="—").hide(axis="index").set_table_attributes('class="dataframe"')
+(common.yes_no_columns(screened)
+ .style.format({"peak lr": "{:g}", "warm-up": "{:g}", "masking": "{:.2f}", "dropout": "{:g}",
+                "position init std": "{:g}", "position lr x": "{:g}", "sinusoid scale": "{:g}",
+                "tokens (M)": "{:.2f}", "validation loss": "{:.3f}", "unigram loss": "{:.3f}",
+                "APE monotonicity": "{:+.3f}", "APE local monotonicity": "{:+.3f}"}, na_rep="—")
+ .hide(axis="index").set_table_attributes('class="dataframe"'))
 
 # %% [markdown]
 # What the {glue:text}`screen_runs` runs show, read from the table:

@@ -456,7 +456,8 @@ def _variance_note(column: ColumnStats, better: str, worse: str) -> str:
     c = column.components
     if not c.df_tau > 0:
         return "pretraining variance unknown"
-    note = f"pooled over {len(column.pooled_from)} variant(s), df {int(c.df_tau)}"
+    pooled = len(column.pooled_from)
+    note = f"pooled over {pooled} variant{'' if pooled == 1 else 's'}, df {int(c.df_tau)}"
     if float(c.pretrain) == 0.0:
         note += "; tau2 at its floor (fine-tuning part)"
     if bool(c.unequal_ft):

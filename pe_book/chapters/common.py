@@ -8,6 +8,7 @@ with ``pe-book book --stored-only`` (environment variable :data:`STORED_ONLY`) r
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -41,15 +42,22 @@ def data_used(params: Mapping, runner, tasks: Iterable[str] = ()) -> pd.DataFram
     a reader (on Colab, say) knows why numbers differ from the published book."""
     corpus = runner.corpus
     sources = ", ".join(corpus.card.get("sources", {})) or corpus.origin
-    rows = {**{name: param_text(value) for name, value in params.items()},
+    rows = {**param_table(params)["value"],
             "data: pretraining text": f"{corpus.origin} ({sources})"}
     rows.update({f"data: task {t}": runner.task(t).origin for t in tasks})
     return pd.DataFrame({"value": rows})
 
 
+def param_table(params: Mapping) -> pd.DataFrame:
+    """A chapter's parameters as a table of :func:`param_text` values (a chapter without a runner
+    shows this; the others :func:`data_used`)."""
+    return pd.DataFrame({"value": {name: param_text(value) for name, value in params.items()}}, dtype=object)
+
+
 def param_text(value) -> str:
     """A parameter's value as a reader reads it: text without quotes, lists joined by commas, an
-    empty list or None as "(default)", True/False as yes/no, numbers with thousands separators."""
+    empty list or None as "(default)", True/False as yes/no, numbers with thousands separators and
+    never in e-notation (:func:`number_text`, exact)."""
     if value is None or (isinstance(value, (list, tuple, set, dict)) and not value):
         return "(default)"
     if isinstance(value, bool):
@@ -57,12 +65,46 @@ def param_text(value) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, float):
-        return f"{value:,g}"
+        return number_text(value, 15)
     if isinstance(value, dict):
         return ", ".join(f"{k}: {param_text(v)}" for k, v in value.items())
     if isinstance(value, (list, tuple, set)):
         return ", ".join(param_text(v) for v in value)
     return str(value)
+
+
+def number_text(value, digits: int = 3) -> str:
+    """A number as a reader reads it: ``digits`` significant digits, thousands separated, never in
+    e-notation ("12,810", "8.49", "0.000123"); an integer exactly; NaN as "n/a"."""
+    if isinstance(value, bool):
+        return yes_no(value)
+    if isinstance(value, numbers.Integral):  # numpy's integers too
+        return f"{int(value):,}"
+    x = float(value)
+    if math.isnan(x):
+        return "n/a"
+    if x == 0 or math.isinf(x):
+        return f"{x:g}"
+    magnitude = math.floor(math.log10(abs(x)))
+    x = round(x, digits - 1 - magnitude)
+    text = f"{x:,.{max(0, digits - 1 - magnitude)}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def yes_no(value: bool) -> str:
+    """True/False as a reader reads it: "yes"/"no"."""
+    return "yes" if value else "no"
+
+
+def yes_no_columns(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with its True/False columns as "yes"/"no" (the boolean columns of a displayed table)."""
+    table = table.copy()
+    for column in table.columns:
+        values = table[column]
+        if pd.api.types.is_bool_dtype(values) or (
+                values.dtype == object and len(values) and values.map(lambda v: isinstance(v, bool)).all()):
+            table[column] = values.map(yes_no)
+    return table
 
 
 def plural(n: int, word: str, words: str | None = None) -> str:

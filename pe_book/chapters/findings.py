@@ -271,7 +271,7 @@ def needs_text(table: pd.DataFrame, gpu: Profile) -> str:
     most = max(len(gpu.pretrain_seeds_for(v)) for v in gpu.variants)
     within = int((seeds <= most).sum())
     tokens = gpu.pretrain.steps * gpu.pretrain.batch_size * gpu.seq_len
-    parts = [f"{len(table)} claim(s) about scores are not decided"]
+    parts = [f"{common.plural(len(table), 'claim')} about scores {'is' if len(table) == 1 else 'are'} not decided"]
     if not_learned:
         parts.append(f"{not_learned} because no model beats the order-free baselines of their columns, which more "
                      f"seeds cannot mend: they need models that learn those tasks, such as the {gpu.name} profile's "

@@ -115,9 +115,9 @@ class Pretraining:
     cited: dict
 
     def setup_table(self) -> pd.DataFrame:
-        """The setup as a table of formatted values (rows: :data:`SETUP_LABELS`)."""
-        values = [f"{self.setup[k]:,.4g}" if isinstance(self.setup[k], float) else f"{self.setup[k]:,}"
-                  for k in SETUP_LABELS]
+        """The setup as a table of formatted values (rows: :data:`SETUP_LABELS`): counts exactly, the
+        other numbers to 4 significant digits, never in e-notation (:func:`common.number_text`)."""
+        values = [common.number_text(self.setup[k], 4) for k in SETUP_LABELS]
         return pd.DataFrame({"value": values}, index=list(SETUP_LABELS.values()))
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -387,9 +388,24 @@ def finetune_screen(path) -> pd.DataFrame:
     task and recipe, with the training examples and the test score (percent; the mean of the
     task's metrics)."""
     rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
-    return pd.DataFrame([{"recipe": r["recipe"], "variant": r["variant"], "task": r["task"],
+    return pd.DataFrame([{"recipe": recipe_label(r["recipe"]), "variant": r["variant"], "task": r["task"],
                           "training examples": r["train_examples"], "validation": task_percent(r["task"], r["validation"]),
                           "test": task_percent(r["task"], r["test"])} for r in rows])
+
+
+_E_NOTATION = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)e([+-]?)0*(\d+)(?![\w.])")
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+def recipe_label(recorded: str) -> str:
+    """A screen's recipe name as the prose writes its numbers: "lr 3e-4" as "lr 3·10⁻⁴", "lr 1e-3"
+    as "lr 10⁻³" (the recorded names, in ``studies/``, keep their e-notation)."""
+    def power(match: re.Match) -> str:
+        mantissa, sign, exponent = match.groups()
+        ten = "10" + (("-" if sign == "-" else "") + exponent).translate(_SUPERSCRIPT)
+        return ten if mantissa in ("1", "1.0") else f"{mantissa}·{ten}"
+
+    return _E_NOTATION.sub(power, recorded)
 
 
 def epochs_screen(paths: Sequence, cpu: Runner) -> pd.DataFrame:

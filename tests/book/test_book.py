@@ -200,6 +200,8 @@ def test_check_links_finds_broken_files_and_anchors(tmp_path):
 @pytest.mark.parametrize("text, what", [
     ("Profile {glue:text}`cpu_name` pretrains", "raw MyST markup"),
     ("the norm ratio is nan at initialisation", "nan"),
+    ("the norm ratio is NaN at initialisation", "nan"),
+    ("the norm ratio NAN", "nan"),
     ("fast bf16: True", "True/False/None"),
     ("profile 'cpu' and more", "a quoted string"),
     ("np.float64(1.3995)", "numpy/torch"),
@@ -219,10 +221,21 @@ def test_book_check_lets_prose_and_formatted_numbers_through():
     from pe_book.book_check import text_problems
 
     prose = ("The paper's figure [WSL+21] scores 0.627 (97.5% interval 58.6 to 62.3) on 4,096,000 tokens; "
-             "a variant not run; Nonesuch, nano, Truely; \u2018quoted\u2019 words; 1,234.5 hours.")
+             "a variant not run; Nonesuch, nano, Truely; \u2018quoted\u2019 words; 1,234.5 hours; "
+             "[WYH+24] Liang Wang, Nan Yang, Xiaolong Huang; lr 3·10⁻⁴.")
     assert text_problems(prose) == []
 
-# The whole book and its browser check run in CI as `make book && make check-book` (.ci/run).
+
+def test_every_text_rule_fails_a_page_and_only_the_width_is_advisory():
+    """A text finding is a problem of the page (it fails the check); a table wider than the column
+    is a style finding, reported only."""
+    from pe_book.book_check import page_findings
+
+    problems, style = page_findings("fast: True; 3 seed(s); 1.281e+04 tokens; loss nan",
+                                    ["table 900 px wide in a 752 px column"])
+    assert len(problems) == 4 and not any("wider" in p for p in problems)
+    assert style == ["wider than the text column: table 900 px wide in a 752 px column"]
+    assert page_findings("Liang Wang, Nan Yang", []) == ([], [])
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

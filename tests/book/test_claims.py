@@ -95,7 +95,7 @@ def test_comparison_table():
     table = stats.comparison_table(stated, per_seed)
     assert list(table["outcome"]) == ["as claimed", "against"]
     assert table.loc[0, "difference"] == pytest.approx(35 / 3 - 11 / 6) and table.loc[0, "low"] > 0
-    assert "pooled over 2 variant(s)" in table.loc[0, "variance"]
+    assert "pooled over 2 variants," in table.loc[0, "variance"]
 
 
 def test_untying_pairs_need_both_sides():

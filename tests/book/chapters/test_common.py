@@ -1,6 +1,8 @@
 """pe_book.chapters.common: what every result chapter starts from."""
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from pe_book.chapters import common
@@ -90,3 +92,15 @@ def test_the_spread_over_pretraining_seeds_of_each_variant():
                                              "variants": 1}
     alone = common.seed_spread(common.over_pretraining_seeds(Profile(), ["rope"], lambda v, p: 1.0))
     assert common.largest_spread(alone)["variants"] == 0 and common.largest_spread(alone)["variant"] == ""
+
+
+def test_numbers_and_parameters_read_as_words_and_plain_numbers():
+    assert common.number_text(12812.4, 4) == "12,810" and common.number_text(8.4912) == "8.49"
+    assert common.number_text(0.000123456) == "0.000123" and common.number_text(1e-5) == "0.00001"
+    assert common.number_text(16_384_000) == common.number_text(np.int64(16_384_000)) == "16,384,000"
+    assert common.number_text(float("nan")) == "n/a"
+    assert [common.param_text(v) for v in (True, False, None, [], 10000.0, 3e-4, ["a", "b"], "cpu")] == [
+        "yes", "no", "(default)", "(default)", "10,000", "0.0003", "a, b", "cpu"]
+    assert list(common.param_table({"pretrained": True, "base": 10000.0})["value"]) == ["yes", "10,000"]
+    table = common.yes_no_columns(pd.DataFrame({"testable": [True, False], "n": [1, 2], "reason": ["", "why"]}))
+    assert list(table["testable"]) == ["yes", "no"] and list(table["n"]) == [1, 2]

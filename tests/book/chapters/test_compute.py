@@ -177,7 +177,7 @@ def test_needs_separates_what_no_model_learned_from_seeds():
     assert table.loc["a", "not testable on"] == "cola, mrpc" and "models that learn cola, mrpc" in table.loc["a", "needs"]
     assert table.loc["b", "needs"].startswith("12 pretraining seeds") and "more than 64" in table.loc["c", "needs"]
     text = findings.needs_text(table, GPU)
-    assert text.startswith("3 claim(s)") and "1 because no model beats the order-free baselines" in text
+    assert text.startswith("3 claims about scores are not decided") and "1 because no model beats the order-free baselines" in text
     assert "the gpu profile's (hidden size 768, 12 layers, 13.1 billion tokens a model)" in text
     assert "would be enough for 0 of them" in text  # 12 seeds against the gpu profile's 3
 

@@ -34,6 +34,16 @@ def test_pretraining_setup_counts_tokens_and_sums_wall_time():
     assert setup["tokens_per_s"] == 20.0 and setup["wall_s"] == 4.0 and setup["variants"] == 2
 
 
+def test_the_setup_table_reads_without_e_notation():
+    setup = {**dict.fromkeys(pretraining.SETUP_LABELS, 4), "lr": 1e-3, "tokens": 16_384_000,
+             "tokens_per_s": 12812.4, "wall_s": 22731.9, "variants": 16}
+    result = pretraining.Pretraining([], setup, None, None, math.nan, {})
+    values = result.setup_table()["value"]
+    assert values["peak learning rate"] == "0.001" and values["tokens seen per model"] == "16,384,000"
+    assert values["tokens per second (mean)"] == "12,810" and values["pretraining wall time, all models (s)"] == "22,730"
+    assert values["models"] == "16"
+
+
 def test_count_parameters_matches_a_real_model():
     from pe_lib import PEBertConfig, PEBertForMaskedLM
 

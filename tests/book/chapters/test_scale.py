@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from book.experiments.test_runner import profile, runner, tokenizer  # noqa: F401 (fixtures)
 
-from pe_book.chapters import scale
+from pe_book.chapters import common, scale
 from pe_book.experiments.runner import Runner
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -142,3 +142,12 @@ def test_largest_affordable_is_the_last_budget_whose_known_cost_fits():
     assert scale.largest_affordable(table, hours=5.0)["steps"] == 2000
     assert scale.largest_affordable(table, hours=10.0)["steps"] == 8000
     assert scale.largest_affordable(table.iloc[1:], hours=5.0) is None
+
+
+def test_screen_recipes_read_without_e_notation_and_the_recipe_table_says_yes_or_no():
+    assert scale.recipe_label("profile (2 epochs, lr 3e-4, 1,500 examples)") == "profile (2 epochs, lr 3·10⁻⁴, 1,500 examples)"
+    assert scale.recipe_label("lr 1e-3") == "lr 10⁻³" and scale.recipe_label("5 epochs") == "5 epochs"
+    screen = scale.finetune_screen(ROOT / "studies" / "finetune_screen" / "results.jsonl")
+    assert "lr 10⁻⁴, 5 epochs" in set(screen["recipe"]) and not screen["recipe"].str.contains(r"\de-\d").any()
+    shown = common.yes_no_columns(scale.recipe_screen(ROOT / "studies" / "recipe_screen"))
+    assert set(shown["pre-LN"]) == {"yes", "no"}
