@@ -770,10 +770,10 @@ def train_until(run: Run, until: int, progress: bool, on_step: Callable[[int], N
                 train_loss = float(run.accelerator.reduce(loss.detach().float(), "mean"))
                 bar.set_postfix(loss=f"{train_loss:.3f}", tok_s=f"{tok_s:.0f}")
                 log_curve(run, curve, {"step": done, "split": "train", "loss": train_loss,
-                                 "lr": run.scheduler.get_last_lr()[0], "tokens_per_s": tok_s})
+                                       "lr": run.scheduler.get_last_lr()[0], "tokens_per_s": tok_s})
             if done % cfg.eval_every == 0 or done == cfg.steps:
                 log_curve(run, curve, {"step": done, "split": "validation",
-                                 "loss": evaluate(run.model, run.data, cfg, run.accelerator.device, run.bf16)})
+                                       "loss": evaluate(run.model, run.data, cfg, run.accelerator.device, run.bf16)})
             keep_models(run, done, tok_s, elapsed)
             if on_step is not None:
                 on_step(done)
@@ -787,7 +787,7 @@ def save_final(run: Run, wall: float) -> dict:
     cfg = run.cfg
     trained = cfg.steps - run.start
     result = result_record(run, cfg.steps, trained * run.tokens_per_step / wall if trained > 0 else None,
-                    run.elapsed_before + wall)
+                           run.elapsed_before + wall)
     if run.main:
         with manifested_dir(run.out_dir / "model", "final model") as work:
             save_model_folder(run.model, work, cfg.steps, cfg.steps * run.tokens_per_step, run.tokenizer, run.card)
