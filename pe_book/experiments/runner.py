@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -19,7 +20,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import datasets
 import numpy as np
+import pyarrow
 import torch
 from tqdm.auto import tqdm
 
@@ -28,7 +31,9 @@ from pe_book.experiments.profiles import Profile
 from pe_book.experiments.store import Artifact, Store, git_commit
 from pe_lib.errors import InputError
 from pe_lib.extrapolation import BUCKETS_PER_LENGTH, length_extrapolation
-from pe_lib.io import MANIFEST, content_key, manifested_dir, remove_stale_parts, verified
+from pe_lib.data.cache import cache_root
+from pe_lib.data.tasks import prepared_folder
+from pe_lib.io import MANIFEST, atomic_write_text, content_key, manifested_dir, remove_stale_parts, sha256_file, verified
 from pe_lib.model import PEBertConfig, PEBertForMaskedLM, quiet_transformers
 from pe_lib.positions import parse_variant
 from pe_lib.probing import analyse_positions
@@ -51,6 +56,10 @@ STORED_MODEL = "model"
 #: recomputes it from the stored maps: ``pe_book.tables.indicator_table``). Part of the analysis
 #: stage's code, so a change of it goes with a bump of ``CODE_VERSIONS["analysis"]``.
 ANALYSIS_WINDOW = 8
+
+
+#: A task fingerprint: 16 hexadecimal digits.
+FINGERPRINT = re.compile(r"[0-9a-f]{16}")
 
 
 class MissingResult(InputError):
@@ -95,8 +104,6 @@ class Runner:
         """``tokenizer`` and ``data`` replace the profile's (e.g. a user's own corpus). With
         ``compute=False`` the ``ensure_*`` methods only read: a missing artifact raises
         :class:`MissingResult`."""
-        from pe_lib.data.cache import cache_root
-
         self.profile = profile
         git_commit()  # pins the code's commit for the provenance of everything this run saves
         self.store = Store(results, profile.name)
@@ -417,15 +424,36 @@ class Runner:
 
     def task_fingerprint(self, name: str) -> str:
         """What identifies a task's data as the runner uses it: its origin and the content of every
-        example of the (capped) splits, so a changed builder can never reuse a stale artifact."""
+        example of the (capped) splits, so a changed builder can never reuse a stale artifact. A
+        task not loaded yet whose prepared folder is intact takes the value kept at an earlier load
+        of the same files (:meth:`_kept_fingerprint`), so a dry run reads no example."""
         if name not in self._task_keys:
-            task = self.task(name)
-            digest = hashlib.sha256(task.origin.encode())
-            for split in ("train", "validation", "test"):
-                for row in task.splits[split].to_list():
-                    digest.update(json.dumps(row, sort_keys=True, separators=(",", ":")).encode())
-            self._task_keys[name] = digest.hexdigest()[:16]
+            kept = self._kept_fingerprint(name) if name not in self._tasks else None
+            value = kept.read_text(encoding="utf-8") if kept is not None and kept.is_file() else ""
+            if not FINGERPRINT.fullmatch(value):
+                task = self.task(name)
+                digest = hashlib.sha256(task.origin.encode())
+                for split in ("train", "validation", "test"):
+                    for row in task.splits[split].to_list():
+                        digest.update(json.dumps(row, sort_keys=True, separators=(",", ":")).encode())
+                value = digest.hexdigest()[:16]
+                if task.folder is not None:
+                    atomic_write_text(self._kept_fingerprint(name, task.folder), value)
+            self._task_keys[name] = value
         return self._task_keys[name]
+
+    def _kept_fingerprint(self, name: str, folder: Path | None = None) -> Path | None:
+        """The file that keeps :meth:`task_fingerprint`'s value for a task read from a prepared
+        folder (by default the intact one this runner would read; None where there is none, or the
+        hub would be read): it is named after all that the value depends on, the folder's manifest
+        (the sha256 of each of its files), the caps and the libraries that render the rows."""
+        folder = folder or prepared_folder(name, self.profile.data_source, self.cache_dir)
+        if folder is None:
+            return None
+        identity = content_key({"manifest": sha256_file(folder / MANIFEST), "max_train": self.profile.max_train_for(name),
+                                "max_eval": self.profile.task_max_eval, "datasets": datasets.__version__,
+                                "pyarrow": pyarrow.__version__}, 16)
+        return cache_root(self.cache_dir) / "fingerprints" / f"{folder.name}-{identity}"
 
     def task_features(self, name: str, cfg: FinetuneConfig) -> TaskFeatures:
         """A task's fine-tuning features (tokenised, cut and padded once), built at the first

@@ -22,6 +22,13 @@ def check_source_choice(source: str) -> str:
     return source
 
 
+def reads_packaged(source: str) -> bool:
+    """Whether :func:`hub_or_packaged` under ``source`` goes to the packaged analogue without trying
+    the hub: ``packaged``, or ``auto`` offline or after a hub failure in this process."""
+    check_source_choice(source)
+    return source == "packaged" or (source == "auto" and (is_offline() or bool(_hub_failed)))
+
+
 def load_hub_dataset(src: Source) -> Any:
     """``datasets.load_dataset(hub_id, config, revision=...)`` for a hub source, at its pinned
     revision (looked up at call time, so tests can stub it)."""
@@ -38,8 +45,7 @@ def hub_or_packaged(what: str, src: Source, from_hub: Callable[[], T], from_pack
     fallback with a warning. ``hub`` / ``packaged`` force one path; a failure there is an error
     naming what was tried and how to fix it.
     """
-    check_source_choice(source)
-    if source == "packaged" or (source == "auto" and (is_offline() or _hub_failed)):
+    if reads_packaged(source):
         if from_packages is None:
             raise SourceUnavailable(f"{what}: there is no packaged offline analogue; it needs the hub source "
                                     f"{src.requirement}; fix: go online (unset HF_DATASETS_OFFLINE/HF_HUB_OFFLINE) "

@@ -29,7 +29,7 @@ from pe_lib.data import corpus as corpus_module
 from pe_lib.data.builders import BUILDERS, SPLITS, Built
 from pe_lib.data.cache import cache_root, content_key, read_json
 from pe_lib.data.cards import write_card
-from pe_lib.data.hub import check_source_choice, hub_or_packaged, load_hub_dataset
+from pe_lib.data.hub import check_source_choice, hub_or_packaged, load_hub_dataset, reads_packaged
 from pe_lib.data.sources import SourceUnavailable, get_source
 from pe_lib.errors import InputError
 from pe_lib.io import manifested_dir, verified
@@ -178,6 +178,8 @@ class Task:
     splits: datasets.DatasetDict
     origin: str
     card: dict[str, Any] = field(default_factory=dict)
+    #: the prepared folder its rows were read from; None for a hub task (or one made in memory)
+    folder: Path | None = None
 
     @property
     def text_columns(self) -> tuple[str, ...]:
@@ -274,6 +276,17 @@ def _as_datasets(meta: TaskMeta, rows: dict[str, list[dict[str, Any]]]) -> datas
     return datasets.DatasetDict({s: datasets.Dataset.from_list(rows[s], features=features) for s in SPLITS})
 
 
+def prepared_folder(name: str, source: str = "auto", cache_dir: str | os.PathLike[str] | None = None,
+                    seed: int = TASK_SEED) -> Path | None:
+    """The prepared folder that :func:`load_task` under ``source`` would read the task from, where
+    it is prepared already and intact; None where it is not, or where the hub would be read."""
+    spec, _ = get_task(name), check_source_choice(source)
+    if spec.packaged is None or source == "hub" or (spec.hub_source is not None and not reads_packaged(source)):
+        return None
+    folder = packaged_folder(name, cache_dir, seed)
+    return folder if verified(folder, f"prepared task {name!r}") else None
+
+
 def _read_packaged(spec: TaskSpec, folder: Path) -> datasets.DatasetDict:
     rows = {s: [json.loads(line) for line in (folder / f"{s}.jsonl").read_text(encoding="utf-8").splitlines()]
             for s in SPLITS}
@@ -349,30 +362,31 @@ def load_task(name: str, source: str = "auto", cache_dir: str | os.PathLike[str]
         return _finish(spec, *_packaged(spec, cache_dir, seed), max_train)
     hub_src = get_source(spec.hub_source)
 
-    def from_hub() -> tuple[datasets.DatasetDict, dict[str, Any]]:
+    def from_hub() -> tuple[datasets.DatasetDict, dict[str, Any], None]:
         raw = load_hub_dataset(hub_src)
         return convert_hub(raw, spec, seed), {
             "task": name, "origin": f"hub:{hub_src.requirement}", "revision": hub_src.revision,
             "licence": hub_src.licence, "seed": seed,
-            "notes": "validation = a seeded part of the hub train split; test = the hub validation split"}
+            "notes": "validation = a seeded part of the hub train split; test = the hub validation split"}, None
 
-    def from_packages() -> tuple[datasets.DatasetDict, dict[str, Any]]:
+    def from_packages() -> tuple[datasets.DatasetDict, dict[str, Any], Path]:
         return _packaged(spec, cache_dir, seed)
 
-    (splits, card), _ = hub_or_packaged(f"task {name!r}", hub_src, from_hub,
-                                             from_packages if spec.packaged else None, source)
-    return _finish(spec, splits, card, max_train)
+    loaded, _ = hub_or_packaged(f"task {name!r}", hub_src, from_hub, from_packages if spec.packaged else None, source)
+    return _finish(spec, *loaded, max_train)
 
 
-def _packaged(spec: TaskSpec, cache_dir: str | os.PathLike[str] | None, seed: int) -> tuple[datasets.DatasetDict, dict[str, Any]]:
-    """The packaged analogue's splits and card (prepared once)."""
+def _packaged(spec: TaskSpec, cache_dir: str | os.PathLike[str] | None,
+              seed: int) -> tuple[datasets.DatasetDict, dict[str, Any], Path]:
+    """The packaged analogue's splits, card and folder (prepared once)."""
     folder = prepare_task(spec.meta.name, cache_dir, seed)
-    return _read_packaged(spec, folder), read_json(folder / "card.json")
+    return _read_packaged(spec, folder), read_json(folder / "card.json"), folder
 
 
-def _finish(spec: TaskSpec, splits: datasets.DatasetDict, card: dict[str, Any], max_train: int | None) -> Task:
+def _finish(spec: TaskSpec, splits: datasets.DatasetDict, card: dict[str, Any], folder: Path | None,
+            max_train: int | None) -> Task:
     _check_nonempty(spec.meta.name, {s: len(splits[s]) for s in SPLITS})
     splits = _cap_train(splits, max_train)
     card = card | ({"about": dict(spec.about)} if spec.about else {}) | {"max_train": max_train,
                                                                           "splits": split_stats(spec.meta, splits)}
-    return Task(spec.meta, splits, card["origin"], card)
+    return Task(spec.meta, splits, card["origin"], card, folder)

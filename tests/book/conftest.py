@@ -55,7 +55,7 @@ def store(tmp_path_factory):
                                 precision="fp32"),
         seq_len=16, probe={"length": 8, "n_words": 3},
     )
-    runner = Runner(profile, root / "results", root / "work", progress=False, tokenizer=tokenizer,
+    runner = Runner(profile, root / "results", root / "work", root / "cache", progress=False, tokenizer=tokenizer,
                     data=MLMData.for_tokenizer(tokenizer, blocks[:8], blocks[8:]))
     with pytest.MonkeyPatch.context() as patch:  # the runner keeps the tasks it loaded
         patch.setattr(pe_lib.data, "load_task", fake_task)

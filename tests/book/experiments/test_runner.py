@@ -14,7 +14,7 @@ import pe_lib.io
 import pe_lib.training.pretrain
 from pe_lib.data.tasks import TASKS, Task
 from pe_lib.errors import InputError
-from pe_lib.io import LockedError
+from pe_lib.io import LockedError, write_manifest
 from pe_book.experiments import runner as runner_module
 from pe_book.experiments.profiles import SMOKE, get_profile
 from pe_book.chapters.pretraining import machine_name
@@ -57,7 +57,8 @@ def runner(profile, tokenizer, tmp_path, monkeypatch):
                                                    "test": Dataset.from_list(rows[20:])}), "fixture")
 
     monkeypatch.setattr(pe_lib.data, "load_task", fake_task)
-    return Runner(profile, tmp_path / "results", tmp_path / "work", progress=False, tokenizer=tokenizer, data=data)
+    return Runner(profile, tmp_path / "results", tmp_path / "work", tmp_path / "cache", progress=False, tokenizer=tokenizer,
+                  data=data)
 
 
 def count_calls(monkeypatch, name):
@@ -283,6 +284,32 @@ def test_task_key_follows_the_examples_not_the_card(runner, monkeypatch):
     runner._tasks["sst2"] = Task(task.meta, DatasetDict({**task.splits, "test": flipped}), task.origin, task.card)
     runner._task_keys.clear()
     assert runner.task_fingerprint("sst2") != key
+
+
+def test_a_task_fingerprint_is_kept_for_its_prepared_files_and_read_without_loading_them(runner, profile, tmp_path,
+                                                                                        monkeypatch):
+    folder = tmp_path / "prepared" / "task-sst2-abc"
+    folder.mkdir(parents=True)
+    (folder / "train.jsonl").write_text("first\n")
+    write_manifest(folder)
+    runner._tasks["sst2"] = dataclasses.replace(runner.task("sst2"), folder=folder)
+    value = runner.task_fingerprint("sst2")  # computed from the examples, kept for these files
+    monkeypatch.setattr(runner_module, "prepared_folder", lambda name, source, cache_dir: folder)
+    fresh = runner.with_profile(profile)
+    assert fresh.task_fingerprint("sst2") == value and "sst2" not in fresh._tasks  # read, nothing loaded
+    capped = runner.with_profile(dataclasses.replace(profile, task_max_eval=2))
+    capped.task_fingerprint("sst2")
+    assert "sst2" in capped._tasks  # other caps: computed again
+    (folder / "train.jsonl").write_text("second\n")
+    write_manifest(folder)
+    changed = runner.with_profile(profile)
+    changed.task_fingerprint("sst2")
+    assert "sst2" in changed._tasks  # other files: computed again
+
+
+def test_a_task_made_in_memory_keeps_no_fingerprint(runner):
+    runner.task_fingerprint("sst2")
+    assert runner.task("sst2").folder is None and not (runner.cache_dir / "fingerprints").exists()
 
 
 def test_verify_recomputes_a_variant_identically_and_prints_each_difference(runner, profile, tmp_path):
