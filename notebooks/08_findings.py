@@ -39,6 +39,7 @@ import warnings
 
 import matplotlib.pyplot as plt
 import seaborn as sns
+from IPython.display import display
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
@@ -127,16 +128,18 @@ plt.close(fig)
 # column (the best constant, the bag of words, and for spans the rules that ignore where words
 # are) beyond its interval on the {glue:text}`split` split ("low" is the lower end of the
 # variant's two-sided interval at level $1 - \alpha$). On a column whose tasks need word order it
-# must also beat the `none` variant (the "control": a model fine-tuned like the others that cannot
+# must also beat the `none` variant (the control: a model fine-tuned like the others that cannot
 # see word order, and on a span task often better than every cheap rule) beyond the interval of
-# their difference ("gap low" is its lower end). A group is testable only when each of its tasks
+# their difference ("gap to none", with "its low" the lower end of that interval). A group is testable only when each of its tasks
 # is. Verdicts rest only on testable columns: {glue:text}`testable_text`.
 
 # %% tags=["hide-input"]
-(common.yes_no_columns(result.testable)
- .style.format({"mean": "{:.1f}", "low": "{:.1f}", "baseline score": "{:.1f}", "gap": "{:+.1f}", "gap low": "{:+.1f}"},
-               na_rep="n/a")
- .set_properties(subset=["reason"], **{"text-align": "left"}).set_table_attributes('class="dataframe"'))
+(result.testable.assign(testable=[common.yes_no(row["testable"]) + (f": {row['reason']}" if row["reason"] else "")
+                                  for _, row in result.testable.iterrows()])
+ .drop(columns=["control", "reason"]).rename(columns={"gap": "gap to none", "gap low": "its low"})
+ .style.format({"mean": "{:.1f}", "low": "{:.1f}", "baseline score": "{:.1f}", "gap to none": "{:+.1f}",
+                "its low": "{:+.1f}"}, na_rep="n/a")
+ .set_properties(subset=["testable"], **{"text-align": "left"}).set_table_attributes('class="dataframe"'))
 
 # %% [markdown]
 # ## Against the baselines
@@ -237,28 +240,32 @@ plt.close(fig)
  .set_table_attributes('class="dataframe"'))
 
 # %% tags=["hide-input"]
-SHOWN = {"claim": "claim", "verdict": "verdict", "not testable on": "not testable on", "quantifier": "quantifier",
-         "comparisons": "n",
-         "in claimed direction": "sign as claimed", "decided as claimed": "decided: for",
-         "decided against": "decided: against", "effects": "effects [interval]", "mean difference": "mean diff.",
-         "MDE": "MDE",
-         "MDE 2x fine-tuning seeds": "MDE, 2x fine-tuning seeds", "MDE 2x pretraining seeds": "MDE, 2x pretraining seeds"}
+SHOWN = {"claim": "claim", "verdict": "verdict", "not testable on": "not testable on",
+         "effects": "effects [interval]", "mean difference": "mean diff."}
 (result.verdicts[list(SHOWN)].rename(columns=SHOWN)
- .style.format({c: "{:+.2f}" if c == "mean diff." else "{:.1f}" for c in list(SHOWN.values())[-4:]}, na_rep="n/a")
- .set_properties(subset=["claim"], **{"text-align": "left", "min-width": "16em"})
- .set_properties(subset=["verdict"], **{"text-align": "left", "min-width": "9em", "font-weight": "bold"})
- .set_properties(subset=["effects [interval]"], **{"min-width": "11em"})
+ .style.format({"mean diff.": "{:+.2f}"}, na_rep="n/a")
+ .set_properties(subset=["claim"], **{"text-align": "left", "min-width": "14em"})
+ .set_properties(subset=["verdict"], **{"text-align": "left", "min-width": "8em", "font-weight": "bold"})
+ .set_properties(subset=["effects [interval]"], **{"min-width": "10em"})
+ .set_table_attributes('class="dataframe"'))
+
+# %% tags=["hide-input"]
+COUNTED = {"quantifier": "quantifier", "comparisons": "n", "in claimed direction": "sign as claimed",
+           "decided as claimed": "decided: for", "decided against": "decided: against", "MDE": "MDE",
+           "MDE 2x fine-tuning seeds": "MDE, 2x fine-tuning seeds", "MDE 2x pretraining seeds": "MDE, 2x pretraining seeds"}
+(result.verdicts[list(COUNTED)].rename(columns=COUNTED)
+ .style.format({c: "{:.1f}" for c in list(COUNTED.values())[-3:]}, na_rep="n/a")
  .set_table_attributes('class="dataframe"'))
 
 # %% [markdown]
-# The table gives, for each claim about scores, its verdict, the columns it does not rest on
-# (not testable), its quantifier, how many comparisons
-# it has ($n$), how many go in the claimed direction at all, how many are decided either way
-# after Holm's correction, the smallest and the largest effect in the claimed direction with
-# their Bonferroni intervals ("effects", a single one for a claim of one comparison), the mean
-# difference over its comparisons ("mean diff."; both in percentage points of the task scores
-# of chapters {ref}`classification` and {ref}`span-prediction`), and for an undecided claim its MDE (largest over its comparisons) now
-# and with twice the seeds of either kind. The MDEs of the undecided claims range
+# The first table gives, for each claim about scores, its verdict, the columns it does not rest
+# on (not testable), the smallest and the largest effect in the claimed direction with their
+# Bonferroni intervals ("effects", a single one for a claim of one comparison) and the mean
+# difference over its comparisons ("mean diff."; both in percentage points of the task scores of
+# chapters {ref}`classification` and {ref}`span-prediction`). The second gives its quantifier, how
+# many comparisons it has ($n$), how many go in the claimed direction at all, how many are decided
+# either way after Holm's correction, and for an undecided claim its MDE (largest over its
+# comparisons) now and with twice the seeds of either kind. The MDEs of the undecided claims range
 # {glue:text}`mde_text`. The next table gives the claims about indicators, with Spearman's $\rho$
 # across the $n$ variants, its p-value and Holm's corrected p over the family.
 
@@ -286,9 +293,9 @@ SHOWN = {"claim": "claim", "verdict": "verdict", "not testable on": "not testabl
 # pretraining variance). In short: {glue:text}`operating_text`.
 
 # %% tags=["hide-input"]
-(result.operating.style.format({c: "{:.1%}" for c in result.operating.columns if c not in ("claim", "quantifier")},
-                               na_rep="n/a")
- .set_properties(subset=["claim"], **{"text-align": "left", "min-width": "16em"})
+(result.operating.drop(columns="quantifier")
+ .style.format({c: "{:.1%}" for c in result.operating.columns if c not in ("claim", "quantifier")}, na_rep="n/a")
+ .set_properties(subset=["claim"], **{"text-align": "left", "min-width": "12em"})
  .set_table_attributes('class="dataframe"'))
 
 # %% [markdown]
@@ -313,17 +320,18 @@ SHOWN = {"claim": "claim", "verdict": "verdict", "not testable on": "not testabl
 
 # %% tags=["hide-input"]
 (result.needs.style.format({"mean difference": "{:+.2f}", "MDE": "{:.1f}", "seeds needed": "{:.0f}"}, na_rep="n/a")
- .set_properties(subset=["claim", "needs"], **{"text-align": "left", "min-width": "14em"})
+ .set_properties(subset=["claim", "needs"], **{"text-align": "left", "min-width": "10em"})
  .set_table_attributes('class="dataframe"'))
 
 # %% [markdown]
 # ### Every comparison
 #
-# The comparisons behind each verdict: the effect (expected higher minus expected lower,
-# percentage points) with its Bonferroni interval ("low", "high"), the p-value and Holm's
-# corrected p within the claim, the outcome, the MDE, and where the variance came from.
+# The comparisons behind each verdict, one table a claim: the effect (expected higher minus
+# expected lower, percentage points) with its Bonferroni interval, Holm's corrected p within the
+# claim (which decides), the outcome, the MDE, and where the variance came from.
 
 # %% tags=["hide-input"]
-(result.details.style.format({"difference": "{:+.2f}", "low": "{:+.2f}", "high": "{:+.2f}", "p": "{:.3f}",
-                              "p (Holm)": "{:.3f}", "MDE": "{:.1f}"}, na_rep="n/a").hide(axis="index")
- .set_table_attributes('class="dataframe"'))
+for claim_id, rows in common.with_intervals(result.details, "low", "high").groupby("claim id", sort=False):
+    display(rows.drop(columns=["claim id", "p"]).rename(columns={"expected higher": "higher", "expected lower": "lower"})
+            .style.format({"difference": "{:+.2f}", "p (Holm)": "{:.3f}", "MDE": "{:.1f}"}, na_rep="n/a")
+            .hide(axis="index").set_caption(claim_id).set_table_attributes('class="dataframe"'))

@@ -80,13 +80,15 @@ common.data_used(params, runner)
 # the sha256 pinned in `pe_lib.data.sources`, and only its position table is kept, as a small
 # `.npy` file in the data cache (`pe_lib.pretrained_pes`). The table below gives, for each of the
 # {glue:text}`n_real` models read here, the tensor, the rows that positions use, and the packages
-# with their versions and sha256. Two conventions differ: BERT-style models use row $i$ for
+# with their versions and the first 12 digits of their sha256 (the data card in the cache keeps
+# all 64). Two conventions differ: BERT-style models use row $i$ for
 # position $i$, while all-mpnet-base-v2 numbers positions RoBERTa-style from `padding_idx + 1`
 # (its row 1 is the all-zero padding row), so its first two rows are dropped. Hub models skipped:
 # {glue:text}`skipped_text`.
 
 # %% tags=["hide-input"]
-result.provenance.style.set_caption("Provenance of each real model's position matrix").set_table_attributes('class="dataframe"')
+(result.provenance.style.format(common.breakable, subset=["tensor", "from"])
+ .set_caption("Provenance of each real model's position matrix").set_table_attributes('class="dataframe"'))
 
 # %% tags=["hide-input"]
 # robust: colours span the 2nd-98th percentiles, so one long vector (p_0) does not darken the rest

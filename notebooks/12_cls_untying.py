@@ -108,8 +108,13 @@ tables.style_summary(result.summary)
 
 # %% tags=["hide-input"]
 gap = result.gaps
-(gap.style.format({c: "{:.1f}" for c in gap.columns if gap[c].dtype.kind == "f" and c != "share closed"}
-                  | {"share closed": "{:.0%}"}, na_rep="—").set_table_attributes('class="dataframe"'))
+split = list(gap.columns).index("share closed") + 1  # the scores and the gap, then the gain and the verdicts
+(gap.iloc[:, :split].style.format({c: "{:.1f}" for c in gap.columns[:split] if gap[c].dtype.kind == "f"}
+                                  | {"share closed": "{:.0%}"}, na_rep="—").set_table_attributes('class="dataframe"'))
+
+# %% tags=["hide-input"]
+(common.with_intervals(gap.iloc[:, split:], "gain low", "gain high", "its interval", digits=1)
+ .style.format({"gain": "{:+.1f}"}, na_rep="—").set_table_attributes('class="dataframe"'))
 
 # %% tags=["hide-input"]
 columns = [c for c in ("classification", "span") if c in result.per_seed.columns]

@@ -89,20 +89,27 @@ notebook.glue("budgets", ", ".join(f"{t:,}" for t in study.budget_tokens))
 # The first cpu run (BERT's recipe: post-LN, peak learning rate $10^{-3}$ with linear decay,
 # dropout 0.1, 15% masking, sequences of 128) left every model in a bag-of-words regime: its
 # learned APE's map had no diagonal, and no variant beat `none`. A screen of recipes, one recipe
-# for all variants of a run, looked for the cause before spending hours. The table lists every run
-# of the screen as recorded (`studies/recipe_screen/`, with the script that ran it); the unigram
+# for all variants of a run, looked for the cause before spending hours. The tables list every run
+# of the screen as recorded (`studies/recipe_screen/`, with the script that ran it), its recipe
+# first, then what each of its variants reached; the unigram
 # column is the loss of a unigram model on the same masked tokens, the yardstick of "has learned
 # nothing about context".
 
 # %% tags=["hide-input"]
 screened = scale.recipe_screen(screen)
 notebook.glue("screen_runs", screened["run"].nunique())
-(common.yes_no_columns(screened)
- .style.format({"peak lr": "{:g}", "warm-up": "{:g}", "masking": "{:.2f}", "dropout": "{:g}",
-                "position init std": "{:g}", "position lr x": "{:g}", "sinusoid scale": "{:g}",
-                "tokens (M)": "{:.2f}", "validation loss": "{:.3f}", "unigram loss": "{:.3f}",
+recipes = common.yes_no_columns(screened[["run", *scale.SCREEN_SETTINGS.values()]].drop_duplicates("run"))
+(recipes.style.format({"peak lr": "{:g}", "warm-up": "{:g}", "masking": "{:.2f}", "dropout": "{:g}",
+                       "position init std": "{:g}", "position lr x": "{:g}", "sinusoid scale": "{:g}"}, na_rep="—")
+ .format(common.breakable, subset=["run"]).hide(axis="index").set_caption("The recipe of each run")
+ .set_table_attributes('class="dataframe"'))
+
+# %% tags=["hide-input"]
+(screened.drop(columns=list(scale.SCREEN_SETTINGS.values()))
+ .style.format({"tokens (M)": "{:.2f}", "validation loss": "{:.3f}", "unigram loss": "{:.3f}",
                 "APE monotonicity": "{:+.3f}", "APE local monotonicity": "{:+.3f}"}, na_rep="—")
- .hide(axis="index").set_table_attributes('class="dataframe"'))
+ .format(common.breakable, subset=["run"]).hide(axis="index").set_caption("What each variant of a run reached")
+ .set_table_attributes('class="dataframe"'))
 
 # %% [markdown]
 # What the {glue:text}`screen_runs` runs show, read from the table:
@@ -208,15 +215,19 @@ styled_screen(screen_epochs)
 # The study is {glue:text}`stored` of {glue:text}`planned` artifacts complete (variants
 # {glue:text}`study_variants`; classification average over {glue:text}`study_tasks`). It is
 # computed in chunks (`scripts/run_in_chunks.sh scale SECONDS`), budget by budget, each chunk
-# committing what it finished; every figure and table below shows what is stored.
+# committing what it finished; every figure and table below shows what is stored. The table gives
+# each stored model: its pretraining seed and budget, its validation loss, its learned APE's
+# indicators where it has one, and its classification average on the validation and the test
+# split (mean over its fine-tuning seeds).
 
 # %% tags=["hide-input"]
 notebook.glue("study_variants", ", ".join(study.variants))
 notebook.glue("study_tasks", ", ".join(study.tasks))
-models = study.models
-models.style.format({"tokens": "{:,.0f}", "validation_loss": "{:.3f}", "monotonicity": "{:+.3f}",
-                     "monotonicity_local": "{:+.3f}", "classification_validation": "{:.1f}",
-                     "classification_test": "{:.1f}"}, na_rep="—").hide(axis="index").set_table_attributes('class="dataframe"')
+(study.models.drop(columns="created")
+ .style.format({"tokens": "{:,.0f}", "validation_loss": "{:.3f}", "monotonicity": "{:+.3f}", "monotonicity_local": "{:+.3f}",
+                "classification_validation": "{:.1f}", "classification_test": "{:.1f}"}, na_rep="—")
+ .relabel_index([scale.LABELS.get(c, c) for c in study.models.columns if c != "created"], axis="columns")
+ .hide(axis="index").set_table_attributes('class="dataframe"'))
 
 # %% [markdown]
 # ## Loss, the diagonal and the tasks against tokens
@@ -226,14 +237,14 @@ sns.set_theme(style="whitegrid", context="notebook")
 names = study.variants
 palette = dict(zip(names, sns.color_palette("tab10", len(names))))
 fig, axes = plt.subplots(1, 3, figsize=(15, 4.2), constrained_layout=True)
-for variant, part in models.groupby("variant", sort=False):
+for variant, part in study.models.groupby("variant", sort=False):
     mean = part.groupby("tokens").mean(numeric_only=True)
     axes[0].plot(mean.index, mean["validation_loss"], marker="o", color=palette[variant], label=variant)
     axes[0].scatter(part["tokens"], part["validation_loss"], s=12, color=palette[variant], alpha=0.5)
     axes[2].plot(mean.index, mean["classification_test"], marker="o", color=palette[variant], label=variant)
 axes[0].axhline(study.unigram_loss, color="C3", ls=":", lw=1.0, label="unigram")
 axes[0].set(title="validation MLM loss", ylabel="nats")
-ape = models[models["variant"] == "ape-learned"]
+ape = study.models[study.models["variant"] == "ape-learned"]
 for column, style in (("monotonicity", "-"), ("monotonicity_local", "--")):
     axes[1].plot(ape["tokens"], ape[column], ls="", marker="o", color=palette.get("ape-learned", "C1"), alpha=0.5)
     mean = ape.groupby("tokens")[column].mean()
@@ -274,19 +285,19 @@ def verdict(value):
     return {True: "pass", False: "fail", None: "not decidable"}[value]
 
 
+def criteria_table(criteria):
+    """The criteria at each budget (tokens; steps are tokens over the tokens of a step), as shown."""
+    shown = criteria.drop(columns="steps").assign(**{key: criteria[key].map(verdict) for key in ("a", "b", "c")})
+    return (shown.style.format({"tokens": "{:,.0f}", "loss_gap": "{:+.3f}", "a_null_rate": "{:.3f}", "monotonicity": "{:+.3f}",
+                                "monotonicity_local": "{:+.3f}", "best_classification": "{:.1f}",
+                                "minus_bag_of_words": "{:+.1f}"}, na_rep="—")
+            .relabel_index([scale.LABELS.get(c, c) for c in shown.columns], axis="columns")
+            .hide(axis="index").set_table_attributes('class="dataframe"'))
+
+
 smallest = study.smallest_budget
 notebook.glue("smallest_budget", "none of the stored budgets" if smallest is None else million_tokens(smallest))
-table = study.criteria.copy()
-for key in ("a", "b", "c"):
-    table[key] = table[key].map(verdict)
-table = table.rename(columns={"a": "(a)", "b": "(b)", "c": "(c)", "loss_gap": "loss: ape-learned − none",
-                              "a_null_rate": "(a) by chance",
-                              "best_variant": "best variant (validation)", "best_classification": "its test average",
-                              "minus_bag_of_words": "its average − bag of words"})
-table.style.format({"tokens": "{:,.0f}", "loss: ape-learned − none": "{:+.3f}", "(a) by chance": "{:.3f}",
-                    "monotonicity": "{:+.3f}",
-                    "monotonicity_local": "{:+.3f}", "its test average": "{:.1f}", "its average − bag of words": "{:+.1f}"},
-                   na_rep="—").hide(axis="index").set_table_attributes('class="dataframe"')
+criteria_table(study.criteria)
 
 # %% [markdown]
 # One row per kept budget. (a) passes when every `ape-learned` seed's loss is below every `none`
@@ -443,9 +454,4 @@ notebook.glue("cpu_shared", shared_text(choice.shared))
 # sessions: {glue:text}`cpu_shared`.
 
 # %% tags=["hide-input"]
-own = study.cpu_criteria.copy()
-for key in ("a", "b", "c"):
-    own[key] = own[key].map(verdict)
-own.style.format({"tokens": "{:,.0f}", "loss_gap": "{:+.3f}", "a_null_rate": "{:.3f}", "monotonicity": "{:+.3f}",
-                  "monotonicity_local": "{:+.3f}", "best_classification": "{:.1f}", "minus_bag_of_words": "{:+.1f}"},
-                 na_rep="—").hide(axis="index").set_table_attributes('class="dataframe"')
+criteria_table(study.cpu_criteria)

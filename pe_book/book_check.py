@@ -18,13 +18,12 @@ Chromium (Debian packages ``chromium`` and ``chromium-driver``) through selenium
   ``{glue:text}`` that was not rendered), no ``nan``, no Python reprs (``True``, ``None``,
   ``'quoted'`` values, ``np.float64(...)``, ``[0, 1]``, unrounded floats such as
   ``702.664361`` or ``1.281e+04``);
-* **width** (advisory): no table, figure or image wider than the text column (:data:`WIDTH`
-  wide window); reported on every page as a style finding, not failing the check, until the
-  overflowing tables of the chapters are narrowed (issue 38);
+* **width**: no table, figure or image wider than the text column (in a :data:`WIDTH` px wide
+  window; ``book/_static/tables.css`` sets the tables' type and cells);
 * **intro**: the root page shows a table (the verdicts) on its first screen.
 
 A full-page screenshot of each page goes to the screenshots folder, with ``report.json``. Exit
-status 1 if any page fails (every check above but the width). Environment: ``CHROMIUM`` and
+status 1 if any page fails any check above. Environment: ``CHROMIUM`` and
 ``CHROMEDRIVER`` override the paths of the browser and its driver.
 """
 from __future__ import annotations
@@ -93,10 +92,6 @@ class PageReport:
     math: int = 0
     links: int = 0
     screenshot: str | None = None
-    #: What the width rule finds (tables, figures and images wider than the text column):
-    #: reported on every page, not failing the check, until the overflowing tables are narrowed
-    #: (issue 38); every TEXT_RULES finding is a problem
-    style: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -174,10 +169,10 @@ def text_problems(text: str, context: int = 40) -> list[str]:
     return problems
 
 
-def page_findings(text: str, wide: list[str]) -> tuple[list[str], list[str]]:
-    """What a page's ``text`` and its elements wider than the column (``wide``) show: the problems
-    (every :data:`TEXT_RULES` finding fails the page) and the advisory style findings (the width)."""
-    return text_problems(text), [f"wider than the text column: {w}" for w in wide]
+def page_findings(text: str, wide: list[str]) -> list[str]:
+    """The problems that a page's ``text`` (every :data:`TEXT_RULES` finding) and its elements
+    wider than the text column (``wide``) show; each fails the page."""
+    return text_problems(text) + [f"wider than the text column: {w}" for w in wide]
 
 
 # ----------------------------------------------------------------------------- serving
@@ -328,9 +323,7 @@ def check_page(driver, server: str, html_dir: Path, page: Path, shots: Path) -> 
     for name in info["empty_figures"]:
         report.problems.append(f"figure without image or table: {name!r}")
     read = driver.execute_script(_READ)
-    problems, style = page_findings(read["text"], read["wide"])
-    report.problems += problems
-    report.style += style
+    report.problems += page_findings(read["text"], read["wide"])
     if rel == "index.html" and (read["first_table"] is None or read["first_table"] > FIRST_SCREEN):
         report.problems.append(f"intro: no table on the first {FIRST_SCREEN} px (the verdicts come first)")
     time.sleep(0.2)  # let late requests (fonts, icons) show up in the log
@@ -384,11 +377,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{status} {r.page}: {r.images} images, {r.math} math, {r.links} local links")
         for problem in r.problems:
             print(f"       {problem}")
-        for problem in r.style:
-            print(f"       style (reported, not failing): {problem}")
     failed = [r for r in reports if not r.ok]
-    styled = sum(len(r.style) for r in reports)
-    print(f"{len(reports)} pages, {len(failed)} failed, {styled} width findings (advisory), screenshots in {args.screenshots} "
+    print(f"{len(reports)} pages, {len(failed)} failed, screenshots in {args.screenshots} "
           f"({time.perf_counter() - start:.1f} s)")
     return 1 if failed else 0
 

@@ -107,6 +107,22 @@ def yes_no_columns(table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
+def breakable(name: str, after: str = "._") -> str:
+    """``name`` (a tensor's dotted name, a run's snake_case name) with a zero-width space after
+    each character of ``after``, where a table's narrow column may break it."""
+    return "".join(c + "\u200b" if c in after else c for c in name)
+
+
+def with_intervals(table: pd.DataFrame, low: str, high: str, name: str = "interval", digits: int = 2) -> pd.DataFrame:
+    """``table`` with its ``low`` and ``high`` columns as one ``name`` column, "[-2.02, +1.08]"
+    (signed, ``digits`` decimals; "n/a" where either end is missing), in the place of ``low``."""
+    text = [f"[{lo:+.{digits}f}, {hi:+.{digits}f}]" if pd.notna(lo) and pd.notna(hi) else "n/a"
+            for lo, hi in zip(table[low], table[high])]
+    table = table.drop(columns=high).rename(columns={low: name})
+    table[name] = text
+    return table
+
+
 def plural(n: int, word: str, words: str | None = None) -> str:
     """``"1 seed"``, ``"3 seeds"``: ``n`` and the noun in the right number."""
     return f"{n:,} {word if n == 1 else (words or word + 's')}"

@@ -3,6 +3,7 @@ offline, or from the hub online) measured with the same indicators as this proje
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -37,6 +38,17 @@ class RealModels:
                 **{f"this project: {v}": g for v, g in self.project.items()}}
 
 
+
+#: A sha256 in a provenance line, and how many of its digits a table shows (the data card keeps all 64).
+SHA256 = re.compile(r"\b([0-9a-f]{12})[0-9a-f]{52}\b")
+
+
+def short_sha256(text: str) -> str:
+    """``text`` with each sha256 cut to its first 12 digits and an ellipsis, for a table that
+    must fit the page."""
+    return SHA256.sub(r"\1…", text)
+
+
 def compute(runner: Runner, models: Sequence[str], variants: Sequence[str] = (), length: int = 128,
             window: int = 8) -> RealModels:
     """``models`` (packaged names or hub ids; those that cannot be loaded are skipped, with the
@@ -53,7 +65,8 @@ def compute(runner: Runner, models: Sequence[str], variants: Sequence[str] = (),
     provenance = pd.DataFrame(
         {m.info.title: {"architecture": m.info.architecture, "tensor": m.info.tensor,
                         "positions (rows dropped)": f"{m.info.positions} ({m.info.offset})",
-                        "position ids": m.info.offset_note, "from": "; ".join(m.info.provenance)} for m in real}
+                        "position ids": m.info.offset_note, "from": "; ".join(map(short_sha256, m.info.provenance))}
+         for m in real}
     ).T.rename_axis("model")
     reasons: dict[str, list[str]] = {}  # one reason, the models it skipped
     for m in loaded:

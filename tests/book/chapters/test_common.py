@@ -104,3 +104,15 @@ def test_numbers_and_parameters_read_as_words_and_plain_numbers():
     assert list(common.param_table({"pretrained": True, "base": 10000.0})["value"]) == ["yes", "10,000"]
     table = common.yes_no_columns(pd.DataFrame({"testable": [True, False], "n": [1, 2], "reason": ["", "why"]}))
     assert list(table["testable"]) == ["yes", "no"] and list(table["n"]) == [1, 2]
+
+
+def test_an_interval_column_replaces_its_two_ends_where_the_low_end_was():
+    table = pd.DataFrame({"claim": ["a", "b"], "low": [-2.021, float("nan")], "high": [1.08, 3.0], "p": [0.4, 0.1]})
+    shown = common.with_intervals(table, "low", "high")
+    assert list(shown.columns) == ["claim", "interval", "p"]
+    assert list(shown["interval"]) == ["[-2.02, +1.08]", "n/a"]
+
+
+def test_a_long_name_may_break_after_its_dots_and_underscores_and_reads_the_same():
+    shown = common.breakable("model.0.auto_model")
+    assert shown == "model.\u200b0.\u200bauto_\u200bmodel" and shown.replace("\u200b", "") == "model.0.auto_model"
