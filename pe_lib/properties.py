@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.stats import rankdata
 
 MIN_OFFSETS = 3  # fewest offsets per anchor for a rank correlation
 
@@ -56,6 +55,8 @@ def _unit_scaled(a: np.ndarray) -> np.ndarray:
 
 def _spearman_with_offset(values: np.ndarray) -> float:
     """Spearman correlation between offsets 1..k and ``values``; NaN if ``values`` is constant."""
+    from scipy.stats import rankdata  # here, not at the top: scipy.stats adds a second to every command's start
+
     if np.ptp(values) == 0:
         return np.nan
     k = values.size

@@ -1,4 +1,5 @@
-"""Metrics as GLUE and SQuAD define them (scikit-learn / scipy where they have them).
+"""Metrics as GLUE and SQuAD define them (scikit-learn / scipy where they have them, imported
+where a metric is computed, so that reading a task's metric names costs no import of either).
 
 SQuAD answer normalisation follows the official ``evaluate-v2.0.py``: lower-case, strip
 punctuation, drop the articles a/an/the, collapse whitespace. EM and F1 take the maximum over the
@@ -13,35 +14,43 @@ import string
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.stats import pearsonr, spearmanr
-from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCTUATION = set(string.punctuation)
 
 
 def accuracy(labels: Sequence[int], predictions: Sequence[int]) -> float:
+    from sklearn.metrics import accuracy_score
+
     return float(accuracy_score(labels, predictions))
 
 
 def binary_f1(labels: Sequence[int], predictions: Sequence[int]) -> float:
     """F1 of the positive class (GLUE's MRPC/QQP F1)."""
+    from sklearn.metrics import f1_score
+
     return float(f1_score(labels, predictions, average="binary", zero_division=0.0))
 
 
 def matthews(labels: Sequence[int], predictions: Sequence[int]) -> float:
     """Matthews correlation (GLUE's CoLA metric); 0 when a prediction is constant."""
+    from sklearn.metrics import matthews_corrcoef
+
     return float(matthews_corrcoef(labels, predictions))
 
 
 def pearson(labels: Sequence[float], predictions: Sequence[float]) -> float:
     """Pearson correlation (GLUE's STS-B); NaN when either side is constant."""
+    from scipy.stats import pearsonr
+
     if np.ptp(labels) == 0 or np.ptp(predictions) == 0:
         return float("nan")
     return float(pearsonr(labels, predictions)[0])
 
 
 def spearman(labels: Sequence[float], predictions: Sequence[float]) -> float:
+    from scipy.stats import spearmanr
+
     if np.ptp(labels) == 0 or np.ptp(predictions) == 0:
         return float("nan")
     return float(spearmanr(labels, predictions)[0])
