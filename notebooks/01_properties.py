@@ -179,7 +179,7 @@ result.gram_table.rename(columns=SHORT).style.format("{:.3f}", na_rep="n/a").set
 # %% tags=["hide-input"]
 maps = {f"APE {k}": v for k, v in result.ape_grams.items() if "+" not in k}
 maps.update({f"RPE {k}": v for k, v in result.rpe_grams.items() if "+" not in k})
-fig = plots.heatmaps(maps, size=3.0, title_size=9, title_height=0.2)
+fig = plots.heatmaps(maps, ncols=3, size=3.0, title_height=0.2)
 notebook.glue("fig_gram", fig)
 plt.close(fig)
 

@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from pe_book import notebook
+from pe_book import notebook, plots
 from pe_book.chapters import common, sinusoid
 from pe_lib.sinusoid import psi, psi_prime
 
@@ -199,12 +199,8 @@ plt.close(fig)
 
 # %% tags=["hide-input"]
 learned = result.learned
-fig, ax = plt.subplots(figsize=(7, 4), constrained_layout=True)
-for name, (init, trained) in learned.items():
-    ax.plot(np.arange(len(init)), trained / init, marker=".", lw=0.8, label=name)
-ax.axhline(1.0, color="grey", lw=0.8)
-ax.set(xlabel="frequency index i", ylabel="learned / initial frequency")
-ax.legend(fontsize="small")
+fig = plots.line_facets({name: (np.arange(len(init)), trained / init) for name, (init, trained) in learned.items()},
+                        ncols=3, xlabel="frequency index i", ylabel="learned / initial frequency", reference=1.0)
 notebook.glue("fig_learned", fig)
 plt.close(fig)
 change = result.cited["max_relative_change"]  # NaN without pretrained models: glued as "not run"
@@ -214,11 +210,12 @@ result.learned_table.style.format({"median |w - w0| / w0": common.number_text, "
 
 # %% [markdown]
 # ```{glue:figure} fig_learned
-# :alt: Ratio of learned to initial frequency against the frequency index, one line per embedding
+# :alt: Ratio of learned to initial frequency against the frequency index, one panel per embedding
 # :name: fig-learned-freqs
 #
 # Learned frequencies of the {glue:text}`n_learned` learnable sinusoidal embeddings of profile
-# {glue:text}`profile_name`, relative to their initial values $w_i = 10000^{-2i/D}$.
+# {glue:text}`profile_name`, relative to their initial values $w_i = 10000^{-2i/D}$, one panel
+# per embedding, each with its own vertical scale; grey: no change.
 # ```
 #
 # The table gives the median relative change of the frequencies (at most

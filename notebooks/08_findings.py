@@ -73,6 +73,18 @@ notebook.glue_all(result.cited)
 common.data_used(params, runner, runner.profile.tasks)
 
 # %% [markdown]
+# ## The answer
+#
+# The paper's claims and their verdicts at this scale (the effect of a claim of several
+# comparisons runs from its smallest to its largest); how each verdict is reached, and every
+# comparison behind it, follow below.
+
+# %% tags=["hide-input"]
+(findings.narrow_verdicts(result.verdicts).style.hide(axis="index")
+ .set_properties(subset=[findings.NARROW_COLUMNS["claim"]], **{"text-align": "left"})
+ .set_table_attributes('class="dataframe"'))
+
+# %% [markdown]
 # ## Do the indicators predict the scores?
 #
 # For every variant but "none" (its probing map is constant, so its indicators say nothing about
@@ -233,7 +245,7 @@ plt.close(fig)
 # pretraining-plus-fine-tuning run, Bartlett's p for equal fine-tuning variances across the
 # variants, and the range of the variants' own fine-tuning variances:
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "hide-output"]
 (result.variance.style.format({"between": "{:.2f}", "floor": "{:.2f}", "tau2": "{:.2f}", "fine-tuning": "{:.2f}",
                               "pretraining": "{:.2f}", "sd of one run": "{:.2f}",
                               "equal fine-tuning (Bartlett p)": "{:.3f}"}, na_rep="unknown")
@@ -330,7 +342,7 @@ COUNTED = {"quantifier": "quantifier", "comparisons": "n", "in claimed direction
 # expected lower, percentage points) with its Bonferroni interval, Holm's corrected p within the
 # claim (which decides), the outcome, the MDE, and where the variance came from.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "hide-output"]
 for claim_id, rows in common.with_intervals(result.details, "low", "high").groupby("claim id", sort=False):
     display(rows.drop(columns=["claim id", "p"]).rename(columns={"expected higher": "higher", "expected lower": "lower"})
             .style.format({"difference": "{:+.2f}", "p (Holm)": "{:.3f}", "MDE": "{:.1f}"}, na_rep="n/a")

@@ -30,7 +30,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from pe_book import notebook
+from pe_book import notebook, plots
 from pe_book.chapters import common, performance
 
 notebook.record_names(globals())
@@ -75,7 +75,9 @@ table.style.format({"pe_lib tokens/s": "{:,.0f}", "HF tokens/s": "{:,.0f}", "spe
 variants = result.variants
 sns.set_theme(style="whitegrid", context="notebook")
 fig, ax = plt.subplots(figsize=(10, 4), constrained_layout=True)
-sns.barplot(variants, x="variant", y="relative_to_ape_learned", hue="seq", ax=ax, palette="Blues")
+lengths = variants["seq"].nunique()  # one shade per length, the lightest still visible on white
+sns.barplot(variants, x="variant", y="relative_to_ape_learned", hue="seq", ax=ax,
+            palette=sns.color_palette("Blues", lengths + 1)[1:])
 ax.axhline(1.0, color="grey", lw=0.8)
 ax.set(xlabel="", ylabel="step time / ape-learned's")
 ax.tick_params(axis="x", rotation=45)
@@ -109,6 +111,7 @@ for ax, (key, label) in zip(axes, (("s", "seconds (forward + backward)"), ("peak
     ax.plot(relative["seq"], relative[f"pe_lib_{key}"], marker="o", label="pe_lib (gather)")
     ax.plot(relative["seq"], relative[f"naive_{key}"], marker="s", label="naive einsum (HF v4)")
     ax.set(xscale="log", yscale="log", xlabel="sequence length", ylabel=label)
+    plots.log_ticks(ax, relative["seq"])
     ax.legend()
 notebook.glue("fig_relative", fig)
 plt.close(fig)

@@ -39,7 +39,7 @@ import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import notebook
+from pe_book import notebook, plots
 from pe_book.chapters import common, scale
 
 notebook.record_names(globals())
@@ -236,7 +236,9 @@ notebook.glue("study_tasks", ", ".join(study.tasks))
 sns.set_theme(style="whitegrid", context="notebook")
 names = study.variants
 palette = dict(zip(names, sns.color_palette("tab10", len(names))))
-fig, axes = plt.subplots(1, 3, figsize=(15, 4.2), constrained_layout=True)
+fig, grid = plt.subplots(2, 2, figsize=(10, 7.5), constrained_layout=True)
+axes = [grid[0, 0], grid[0, 1], grid[1, 0]]
+grid[1, 1].set_axis_off()
 for variant, part in study.models.groupby("variant", sort=False):
     mean = part.groupby("tokens").mean(numeric_only=True)
     axes[0].plot(mean.index, mean["validation_loss"], marker="o", color=palette[variant], label=variant)
@@ -258,8 +260,9 @@ axes[2].set(title="classification average (test)", ylabel="score (%)")
 for ax in axes:
     ax.set_xscale("log")
     ax.set_xlim(min(study.budget_tokens) / 1.5, max(study.budget_tokens) * 1.5)  # every kept budget, stored or not
+    plots.log_ticks(ax, study.budget_tokens, lambda tokens: f"{tokens / 1e6:.3g}M")
     ax.set_xlabel("pretraining tokens")
-    ax.legend(fontsize="x-small")
+    ax.legend(fontsize="small")
 notebook.glue("fig_scale", fig)
 plt.close(fig)
 
@@ -269,9 +272,9 @@ plt.close(fig)
 # :name: fig-scale
 #
 # Against pretraining tokens (log axis), lines the mean over pretraining seeds, dots the seeds.
-# Left: validation MLM loss; dotted: the unigram model ({glue:text}`unigram_loss:.3f`). Middle: the
+# Top left: validation MLM loss; dotted: the unigram model ({glue:text}`unigram_loss:.3f`). Top right: the
 # monotonicity (solid) and local monotonicity (dashed) of the learned APE's $P P^\top$; dotted: the
-# threshold {glue:text}`threshold` of criterion (b). Right: classification average on the test
+# threshold {glue:text}`threshold` of criterion (b). Bottom: classification average on the test
 # split (mean over fine-tuning seeds); dashed: the best constant predictor
 # ({glue:text}`constant:.1f`), dotted: 10 points above it, dash-dotted: bag of words
 # ({glue:text}`bag_of_words:.1f`).
@@ -285,7 +288,7 @@ def verdict(value):
     return {True: "pass", False: "fail", None: "not decidable"}[value]
 
 
-def criteria_table(criteria):
+def shown_criteria(criteria):
     """The criteria at each budget (tokens; steps are tokens over the tokens of a step), as shown."""
     shown = criteria.drop(columns="steps").assign(**{key: criteria[key].map(verdict) for key in ("a", "b", "c")})
     return (shown.style.format({"tokens": "{:,.0f}", "loss_gap": "{:+.3f}", "a_null_rate": "{:.3f}", "monotonicity": "{:+.3f}",
@@ -297,7 +300,7 @@ def criteria_table(criteria):
 
 smallest = study.smallest_budget
 notebook.glue("smallest_budget", "none of the stored budgets" if smallest is None else million_tokens(smallest))
-criteria_table(study.criteria)
+shown_criteria(study.criteria)
 
 # %% [markdown]
 # One row per kept budget. (a) passes when every `ape-learned` seed's loss is below every `none`
@@ -454,4 +457,4 @@ notebook.glue("cpu_shared", shared_text(choice.shared))
 # sessions: {glue:text}`cpu_shared`.
 
 # %% tags=["hide-input"]
-criteria_table(study.cpu_criteria)
+shown_criteria(study.cpu_criteria)

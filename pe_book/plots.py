@@ -1,4 +1,5 @@
-"""Figures the chapters share: heatmap grids of matrices and dot plots of scores over seeds."""
+"""Figures the chapters share: heatmap grids of matrices, dot plots of scores over seeds, small
+multiples of lines, and log axes ticked at the measured points."""
 from __future__ import annotations
 
 import math
@@ -8,6 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 #: Reference lines of score panels: a baseline's score per column, and how its line is drawn.
 BASELINE_STYLE = {"color": "grey", "ls": "--", "lw": 0.8}
@@ -50,7 +52,7 @@ def constant_panel(ax, title: str, value: float, fontsize: float = 9) -> None:
     ax.text(0.5, 0.5, f"{title}\nevery entry {value:g}", ha="center", va="center", fontsize=fontsize)
 
 
-def heatmaps(maps: Mapping[str, object], ncols: int | None = None, size: float = 3.0, title_size: float = 10,
+def heatmaps(maps: Mapping[str, object], ncols: int | None = None, size: float = 3.0, title_size: float = 13,
              title_height: float = 0.0, robust: bool = False, axis_labels: tuple[str, str] | None = None):
     """A grid of square heatmaps without ticks, each with its own colour bar, one per
     ``name: matrix`` of ``maps`` (at least one panel), ``ncols`` per row (default: all in one
@@ -67,14 +69,44 @@ def heatmaps(maps: Mapping[str, object], ncols: int | None = None, size: float =
             continue
         sns.heatmap(matrix, ax=ax, cmap="viridis", robust=robust, square=True, cbar=True, cbar_kws=COLORBAR,
                     xticklabels=False, yticklabels=False)
-        ax.collections[0].colorbar.ax.tick_params(labelsize=7)
+        ax.collections[0].colorbar.ax.tick_params(labelsize=9)
         ax.set_title(name, fontsize=title_size)
         if axis_labels:
-            ax.set_xlabel(axis_labels[0], fontsize=7)
-            ax.set_ylabel(axis_labels[1], fontsize=7)
+            ax.set_xlabel(axis_labels[0], fontsize=9)
+            ax.set_ylabel(axis_labels[1], fontsize=9)
     for ax in axes.flat[len(maps):]:
         ax.set_axis_off()
     return fig
+
+
+def line_facets(lines: Mapping[str, tuple[object, object]], ncols: int = 3, xlabel: str = "", ylabel: str = "",
+                reference: float | None = None, panel: tuple[float, float] = (3.0, 2.0)):
+    """Small multiples: one panel per ``name: (x, y)`` of ``lines`` (``ncols`` per row, a shared x
+    axis, each its own y scale), so that many lines are told apart by their titles, not by
+    colours; ``reference``: a grey horizontal line at that value in every panel."""
+    nrows = max(1, math.ceil(len(lines) / ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(panel[0] * ncols, panel[1] * nrows + 0.4), sharex=True,
+                             constrained_layout=True, squeeze=False)
+    for ax, (name, (x, y)) in zip(axes.flat, lines.items()):
+        if reference is not None:
+            ax.axhline(reference, color="grey", lw=0.8)
+        ax.plot(x, y, marker=".", lw=0.8, ms=3)
+        ax.set_title(name, fontsize=9)
+        ax.tick_params(labelsize=8)
+    for ax in axes.flat[len(lines):]:
+        ax.set_axis_off()
+    fig.supxlabel(xlabel, fontsize=10)
+    fig.supylabel(ylabel, fontsize=10)
+    return fig
+
+
+def log_ticks(ax, values, label=lambda value: f"{value:g}", axis: str = "x") -> None:
+    """Tick a log ``axis`` of ``ax`` at ``values`` only (the measured points), each labelled by
+    ``label``, with no minor labels (which overlap on a short log axis)."""
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_major_locator(FixedLocator(sorted(set(values))))
+    target.set_major_formatter(FuncFormatter(lambda value, _: label(value)))
+    target.set_minor_formatter(NullFormatter())
 
 
 def position_map(ax, matrix, title: str, kind: str) -> None:

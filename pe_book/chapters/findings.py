@@ -23,6 +23,8 @@ SIMULATED_RUNS = 4000
 PLANTED = (2.0, 5.0)
 #: The variant that cannot see word order: an order-free bar of every order-sensitive column.
 NO_ORDER = "none"
+#: The narrow verdict table that the intro and this chapter open with: verdicts' column -> heading.
+NARROW_COLUMNS = {"claim": "the paper's claim", "verdict": "verdict at this scale", "effects": "effect (points) [interval]"}
 
 
 @dataclass
@@ -58,6 +60,24 @@ class Findings:
         points = self.indicators.join(self.scores, how="inner").drop(index="none", errors="ignore")
         points["kind"] = [variant_kind(v) for v in points.index]
         return points
+
+
+def verdict_text(verdict: str, not_testable_on: str = "") -> str:
+    """A verdict, with the columns it could not be tested on when it rests on the others."""
+    if not not_testable_on or verdict.startswith("not testable"):
+        return verdict
+    return f"{verdict} (not testable on {not_testable_on})"
+
+
+def narrow_verdicts(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """The claims' ``verdicts`` (:attr:`Findings.verdicts`) as the narrow table a reader meets
+    first: one row per claim, :data:`NARROW_COLUMNS`, each verdict naming the columns it could not
+    be tested on."""
+    table = verdicts.copy()
+    if "not testable on" in table.columns:
+        table["verdict"] = [verdict_text(v, on if isinstance(on, str) else "")
+                            for v, on in zip(table["verdict"], table["not testable on"])]
+    return table[list(NARROW_COLUMNS)].rename(columns=NARROW_COLUMNS).reset_index(drop=True)
 
 
 def variant_kind(variant: str) -> str:

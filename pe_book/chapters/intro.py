@@ -9,37 +9,25 @@ import pandas as pd
 
 from pe_book.chapters import dot_products, findings
 
-#: The narrow verdict table: findings' column -> the intro's heading.
-COLUMNS = {"claim": "the paper's claim", "verdict": "verdict at this scale", "effects": "effect (points) [interval]"}
 #: Simulated runs of the rule's operating characteristics: the intro shows none of them.
 RUNS = 100
 
 
 @dataclass
 class Intro:
-    """``verdicts`` (one row per claim: :data:`COLUMNS`), the ``panels`` of the paper's figure
-    after pretraining (:meth:`pe_book.chapters.dot_products.DotProducts.panels`) and ``cited``."""
+    """``verdicts`` (one row per claim: :data:`pe_book.chapters.findings.NARROW_COLUMNS`), the
+    ``panels`` of the paper's figure after pretraining
+    (:meth:`pe_book.chapters.dot_products.DotProducts.panels`) and ``cited``."""
     verdicts: pd.DataFrame
     panels: list
     cited: dict
 
 
-def verdict_text(verdict: str, not_testable_on: str = "") -> str:
-    """A verdict, with the columns it could not be tested on when it rests on the others."""
-    if not not_testable_on or verdict.startswith("not testable"):
-        return verdict
-    return f"{verdict} (not testable on {not_testable_on})"
-
-
 def compute(runner) -> Intro:
     """The verdicts and the figure of ``runner``'s profile (what the store lacks is computed)."""
     result = findings.compute(runner, runs=RUNS)
-    table = result.verdicts.copy()
-    if "not testable on" in table.columns:
-        table["verdict"] = [verdict_text(v, on if isinstance(on, str) else "")
-                            for v, on in zip(table["verdict"], table["not testable on"])]
-    narrow = table[list(COLUMNS)].rename(columns=COLUMNS).reset_index(drop=True)
-    counts = narrow[COLUMNS["verdict"]].str.extract(r"^(not \w+|\w+)")[0].value_counts()
+    narrow = findings.narrow_verdicts(result.verdicts)
+    counts = narrow[findings.NARROW_COLUMNS["verdict"]].str.extract(r"^(not \w+|\w+)")[0].value_counts()
     cited = {"scale_text": result.cited.get("scale_text", ""), "n_claims": len(narrow),
              "verdict_counts": ", ".join(f"{n} {word}" for word, n in counts.items()) or "none",
              "profile_name": runner.profile.name}

@@ -303,13 +303,20 @@ def test_the_intro_hides_its_parameters_and_papermills_injected_cell():
     assert shown.cells[1].metadata["tags"] == ["injected-parameters"]  # a chapter shows both
 
 
-def test_intro_verdicts_name_the_columns_they_could_not_test():
-    from pe_book.chapters import intro
+def test_the_narrow_verdicts_name_the_columns_they_could_not_test():
+    import pandas as pd
 
-    assert intro.verdict_text("contradicted", "span") == "contradicted (not testable on span)"
-    assert intro.verdict_text("not testable at this scale: no model beats bag of words", "classification") == (
+    from pe_book.chapters import findings
+
+    assert findings.verdict_text("contradicted", "span") == "contradicted (not testable on span)"
+    assert findings.verdict_text("not testable at this scale: no model beats bag of words", "classification") == (
         "not testable at this scale: no model beats bag of words")
-    assert intro.verdict_text("supported") == "supported"
+    assert findings.verdict_text("supported") == "supported"
+    verdicts = pd.DataFrame({"claim": ["c"], "verdict": ["contradicted"], "not testable on": ["span"],
+                             "effects": ["-1.0 [-2.0, +0.0]"], "n": [2]}, index=["claim-id"])
+    narrow = findings.narrow_verdicts(verdicts)
+    assert list(narrow.columns) == list(findings.NARROW_COLUMNS.values()) and list(narrow.index) == [0]
+    assert narrow.iloc[0, 1] == "contradicted (not testable on span)"
 
 
 def test_a_rerun_notebook_renders_as_one_page_with_its_glued_values_and_citations(tmp_path):

@@ -1,0 +1,29 @@
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from pe_book import plots
+
+
+def test_small_multiples_give_each_line_a_titled_panel_and_switch_off_the_spare_ones():
+    x = np.arange(4)
+    fig = plots.line_facets({"a": (x, x * 2.0), "b": (x, -x), "c": (x, x ** 2)}, ncols=2, reference=1.0)
+    shown = [ax for ax in fig.axes if ax.axison]
+    assert [ax.get_title() for ax in shown] == ["a", "b", "c"] and len(fig.axes) == 4
+    assert all(len(ax.lines) == 2 for ax in shown)  # the line and its reference
+    plt.close(fig)
+
+
+def test_a_log_axis_is_ticked_at_the_measured_points_alone():
+    fig, ax = plt.subplots()
+    ax.plot([128, 512, 2048], [1, 2, 3])
+    ax.set_xscale("log")
+    plots.log_ticks(ax, [512, 128, 2048, 128], lambda v: f"{v:.0f} tokens")
+    fig.canvas.draw()
+    assert list(ax.get_xticks()) == [128, 512, 2048]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["128 tokens", "512 tokens", "2048 tokens"]
+    assert not any(t.get_text() for t in ax.xaxis.get_minorticklabels())
+    plt.close(fig)
