@@ -142,8 +142,9 @@ plt.close(fig)
 # variant's two-sided interval at level $1 - \alpha$). On a column whose tasks need word order it
 # must also beat the `none` variant (the control: a model fine-tuned like the others that cannot
 # see word order, and on a span task often better than every cheap rule) beyond the interval of
-# their difference ("gap to none", with "its low" the lower end of that interval). A group is testable only when each of its tasks
-# is. Verdicts rest only on testable columns: {glue:text}`testable_text`.
+# their difference ("gap to none", with "its low" the lower end of that interval). A group is
+# testable only when each of its tasks is. Verdicts rest only on testable columns:
+# {glue:text}`testable_text`.
 
 # %% tags=["hide-input"]
 (result.testable.assign(testable=[common.yes_no(row["testable"]) + (f": {row['reason']}" if row["reason"] else "")

@@ -112,7 +112,7 @@ recipes = common.yes_no_columns(screened[["run", *scale.SCREEN_SETTINGS.values()
  .set_table_attributes('class="dataframe"'))
 
 # %% [markdown]
-# What the {glue:text}`screen_runs` runs show, read from the table:
+# What the {glue:text}`screen_runs` runs show, read from the tables:
 #
 # - Under BERT's recipe `rope` and `none` reach the same loss at 1 M tokens (`base_1M_rerun_none_rope`):
 #   the recipe itself lets no variant use position at this budget.
@@ -223,10 +223,11 @@ styled_screen(screen_epochs)
 # %% tags=["hide-input"]
 notebook.glue("study_variants", ", ".join(study.variants))
 notebook.glue("study_tasks", ", ".join(study.tasks))
-(study.models.drop(columns="created")
- .style.format({"tokens": "{:,.0f}", "validation_loss": "{:.3f}", "monotonicity": "{:+.3f}", "monotonicity_local": "{:+.3f}",
-                "classification_validation": "{:.1f}", "classification_test": "{:.1f}"}, na_rep="—")
- .relabel_index([scale.LABELS.get(c, c) for c in study.models.columns if c != "created"], axis="columns")
+shown = study.models.drop(columns="created")
+(shown.style.format({"tokens": "{:,.0f}", "validation_loss": "{:.3f}", "monotonicity": "{:+.3f}",
+                     "monotonicity_local": "{:+.3f}", "classification_validation": "{:.1f}",
+                     "classification_test": "{:.1f}"}, na_rep="—")
+ .relabel_index([scale.LABELS.get(c, c) for c in shown.columns], axis="columns")
  .hide(axis="index").set_table_attributes('class="dataframe"'))
 
 # %% [markdown]

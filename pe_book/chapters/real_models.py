@@ -38,7 +38,6 @@ class RealModels:
                 **{f"this project: {v}": g for v, g in self.project.items()}}
 
 
-
 #: A sha256 in a provenance line, and how many of its digits a table shows (the data card keeps all 64).
 SHA256 = re.compile(r"\b([0-9a-f]{12})[0-9a-f]{52}\b")
 

@@ -463,7 +463,6 @@ def cpu_finetune_screen(path, runner: Runner, steps: int) -> pd.DataFrame:
     return beside_stored(finetune_screen(path), runner, steps, STUDY_FINETUNING)
 
 
-#: The recipe settings of a screen run shown beside its result (``args`` of ``studies/recipe_screen/*.json``).
 #: The column names of the study's tables (:attr:`Study.models`, :attr:`Study.criteria`), as the
 #: chapter shows them; a soft hyphen lets a long heading break in a narrow column.
 LABELS = {"pretrain_seed": "seed", "validation_loss": "validation loss", "monotonicity": "mono\u00adtonicity",
@@ -473,6 +472,7 @@ LABELS = {"pretrain_seed": "seed", "validation_loss": "validation loss", "monoto
           "best_variant": "best variant (validation)", "best_classification": "its test average",
           "minus_bag_of_words": "its average − bag of words"}
 
+#: The recipe settings of a screen run shown beside its result (``args`` of ``studies/recipe_screen/*.json``).
 SCREEN_SETTINGS = {"seq": "sequence", "lr": "peak lr", "sched": "schedule", "warmup": "warm-up", "preln": "pre-LN",
                    "dropout": "dropout", "mask": "masking", "pe_init": "position init std", "pe_lr_mult": "position lr x",
                    "sin_scale": "sinusoid scale"}

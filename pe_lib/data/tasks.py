@@ -280,7 +280,8 @@ def prepared_folder(name: str, source: str = "auto", cache_dir: str | os.PathLik
                     seed: int = TASK_SEED) -> Path | None:
     """The prepared folder that :func:`load_task` under ``source`` would read the task from, where
     it is prepared already and intact; None where it is not, or where the hub would be read."""
-    spec, _ = get_task(name), check_source_choice(source)
+    check_source_choice(source)
+    spec = get_task(name)
     if spec.packaged is None or source == "hub" or (spec.hub_source is not None and not reads_packaged(source)):
         return None
     folder = packaged_folder(name, cache_dir, seed)

@@ -57,6 +57,9 @@ def runner(profile, tokenizer, tmp_path, monkeypatch):
                                                    "test": Dataset.from_list(rows[20:])}), "fixture")
 
     monkeypatch.setattr(pe_lib.data, "load_task", fake_task)
+    # its own cache, for the runners a test builds beside it too: the task fingerprints kept in a
+    # shared cache are those of the real tasks, not of these
+    monkeypatch.setenv("PE_LIB_CACHE", str(tmp_path / "cache"))
     return Runner(profile, tmp_path / "results", tmp_path / "work", tmp_path / "cache", progress=False, tokenizer=tokenizer,
                   data=data)
 
