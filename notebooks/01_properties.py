@@ -136,7 +136,7 @@ SHORT = {"monotonicity_local": "local monotonicity", "translation_invariance": "
 result.probe_table.rename(columns=SHORT).style.format("{:.3f}", na_rep="n/a").set_table_attributes('class="dataframe"')
 
 # %% tags=["hide-input"]
-fig = plots.heatmaps(result.probes, ncols=4)
+fig = plots.heatmaps(result.probes, ncols=3)
 notebook.glue("fig_probe", fig)
 plt.close(fig)
 

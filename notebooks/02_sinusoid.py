@@ -95,7 +95,7 @@ common.param_table(params)
 m = np.linspace(0, max_offset, 40 * max_offset + 1)
 ints = np.arange(max_offset + 1)
 sns.set_theme(style="whitegrid", context="notebook")
-fig, (ax_psi, ax_der) = plt.subplots(1, 2, figsize=(11, 3.8), constrained_layout=True)
+fig, (ax_psi, ax_der) = plt.subplots(1, 2, figsize=(10, 3.8), constrained_layout=True)
 for (label, dim), color in zip(dims.items(), sns.color_palette("deep")):
     name = f"{label}, D = {dim}"
     ax_psi.plot(m, psi(m, dim, base) / (dim / 2), color=color, lw=1, label=name)
@@ -158,7 +158,7 @@ result.ranges.style.format({"real offsets: M": "{:.3f}"}).hide(axis="index").set
 # %% tags=["hide-input"]
 bases, scales, sweep = result.bases, result.scales, result.sweep
 fig, (ax_base, ax_scale) = plt.subplots(
-    1, 2, figsize=(11, 3.8), constrained_layout=True, sharey=True
+    1, 2, figsize=(10, 3.8), constrained_layout=True, sharey=True
 )
 for (label, dim), color in zip(dims.items(), sns.color_palette("deep")):
     for ax, x, key in [(ax_base, bases, "base"), (ax_scale, scales, "scale")]:

@@ -98,7 +98,7 @@ result.setup_table()
 curves, names = result.curves, result.names
 sns.set_theme(style="whitegrid", context="notebook")
 palette = dict(zip(names, sns.color_palette("tab20", len(names))))
-fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True, sharey=True)
+fig, axes = plt.subplots(1, 2, figsize=(10, 4.5), constrained_layout=True, sharey=True)
 for ax, split in zip(axes, ("train", "validation")):
     part = curves[curves["split"] == split]
     sns.lineplot(part, x="step", y="loss", hue="variant", palette=palette, ax=ax, marker="o",

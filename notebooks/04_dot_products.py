@@ -181,7 +181,7 @@ SHORT = {"monotonicity": "mono.", "monotonicity_local": "local mono.", "translat
 # table of offset vectors; their position signal is only visible in attention ({ref}`probing`).
 
 # %% tags=["hide-input"]
-fig = plots.position_maps(result.others(), ncols=4, empty="no other variant with an APE or an offset table in this run")
+fig = plots.position_maps(result.others(), ncols=3, empty="no other variant with an APE or an offset table in this run")
 notebook.glue("fig_others", fig)
 plt.close(fig)
 

@@ -61,7 +61,7 @@ common.data_used(params, runner)
 
 # %% tags=["hide-input"]
 for state, maps in result.maps.items():
-    fig = plots.heatmaps(maps, ncols=4, size=2.8, title_size=12)
+    fig = plots.heatmaps(maps, ncols=3, size=2.8, title_size=12)
     notebook.glue(f"fig_probe_{state}", fig)
     plt.close(fig)
 

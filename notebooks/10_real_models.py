@@ -92,7 +92,7 @@ common.data_used(params, runner)
 
 # %% tags=["hide-input"]
 # robust: colours span the 2nd-98th percentiles, so one long vector (p_0) does not darken the rest
-fig = plots.heatmaps(result.maps(), ncols=4, size=3.25, title_size=11, robust=True, axis_labels=("position y", "position x"))
+fig = plots.heatmaps(result.maps(), ncols=3, size=2.9, title_size=11, robust=True, axis_labels=("position y", "position x"))
 notebook.glue("fig_real_maps", fig)
 plt.close(fig)
 

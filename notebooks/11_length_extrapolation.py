@@ -140,7 +140,7 @@ palette = dict(zip(result.names, sns.color_palette("tab20", len(result.names))))
 long = table["loss"].reset_index().melt(id_vars="variant", var_name="length", value_name="loss")
 long["multiplier"] = long["length"].str.rstrip("x").astype(float)
 long["change"] = long["loss"] - long["variant"].map(table[("loss", "1x")])
-fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
+fig, axes = plt.subplots(1, 2, figsize=(10, 4.5), constrained_layout=True)
 for ax, column, label in zip(axes, ("loss", "change"), ("MLM loss (nats)", "loss - loss at 1x (nats)")):
     sns.lineplot(long.dropna(subset=[column]), x="multiplier", y=column, hue="variant", palette=palette, marker="o",
                  markersize=5, ax=ax, legend=column == "change")
@@ -167,18 +167,18 @@ plt.close(fig)
 #
 # An input of {glue:text}`longest` the pretraining length holds tokens at positions the model has
 # seen in pretraining and tokens beyond them. {numref}`fig-extrapolation-positions` shows, at the
-# longest length and in buckets of {glue:text}`bucket` positions, the loss (top) and its change
-# against the same tokens at 1x (bottom). The change compares each token with itself, so what
+# longest length and in buckets of {glue:text}`bucket` positions, the loss (left) and its change
+# against the same tokens at 1x (right). The change compares each token with itself, so what
 # the tokens themselves contribute cancels out and only the effect of the longer input and of
 # the position remains; bands are ± one standard error (tokens counted as independent).
 
 # %% tags=["hide-input"]
 buckets, family = result.buckets, length_extrapolation.family
 panels = [f for f in length_extrapolation.FAMILIES if f in set(map(family, buckets["variant"]))]
-fig, axes = plt.subplots(2, max(1, len(panels)), figsize=(4.2 * max(1, len(panels)) + 1.5, 7.5), sharex=True,
-                         sharey="row", constrained_layout=True, squeeze=False)
-for column, panel in enumerate(panels):
-    for row, (value, label) in enumerate((("loss", "MLM loss (nats)"), ("change", "loss - same tokens at 1x (nats)"))):
+fig, axes = plt.subplots(max(1, len(panels)), 2, figsize=(10, 3.2 * max(1, len(panels)) + 0.5), sharex=True,
+                         sharey="col", constrained_layout=True, squeeze=False)
+for row, panel in enumerate(panels):
+    for column, (value, label) in enumerate((("loss", "MLM loss (nats)"), ("change", "loss - same tokens at 1x (nats)"))):
         ax = axes[row, column]
         for variant, part in buckets[buckets["variant"].map(family) == panel].groupby("variant", sort=False):
             spread = part["se" if value == "loss" else "change_se"]
@@ -188,20 +188,19 @@ for column, panel in enumerate(panels):
         ax.axvline(result.train_length - 0.5, color="grey", lw=0.8, ls="--")
         if value == "change":
             ax.axhline(0, color="grey", lw=0.8)
-        ax.set(title=panel if row == 0 else "", xlabel="position in the input" if row else "",
-               ylabel=label if column == 0 else "")
-    axes[0, column].legend(fontsize="x-small", loc="best")
+        ax.set(title=panel, xlabel="position in the input" if row == len(panels) - 1 else "", ylabel=label)
+    axes[row, 0].legend(fontsize="small", loc="best")
 notebook.glue("fig_positions", fig)
 plt.close(fig)
 
 # %% [markdown]
 # ```{glue:figure} fig_positions
-# :alt: Loss and its change against 1x by position at the longest input length, one panel per family of position embeddings
+# :alt: Loss and its change against 1x by position at the longest input length, one row per family of position embeddings
 # :name: fig-extrapolation-positions
 #
-# Top: loss by position bucket ({glue:text}`bucket` positions wide) at {glue:text}`longest` the
-# pretraining length, one line per variant that can run there, panels by kind of position
-# embedding. Bottom: the change of the same tokens' loss against 1x. Bands: ± one standard error.
+# Left: loss by position bucket ({glue:text}`bucket` positions wide) at {glue:text}`longest` the
+# pretraining length, one line per variant that can run there, a row per kind of position
+# embedding. Right: the change of the same tokens' loss against 1x. Bands: ± one standard error.
 # Dashed: the pretraining length ({glue:text}`train_length`); to its right lie positions no model
 # saw in pretraining.
 # ```

@@ -19,7 +19,8 @@ Chromium (Debian packages ``chromium`` and ``chromium-driver``) through selenium
   ``'quoted'`` values, ``np.float64(...)``, ``[0, 1]``, unrounded floats such as
   ``702.664361`` or ``1.281e+04``);
 * **width**: no table, figure or image wider than the text column (in a :data:`WIDTH` px wide
-  window; ``book/_static/tables.css`` sets the tables' type and cells);
+  window; ``book/_static/tables.css`` sets the tables' type and cells), and no image shown below
+  :data:`MIN_SCALE` of its drawn width (its type would be too small to read);
 * **intro**: the root page shows a table (the verdicts) on its first screen.
 
 A full-page screenshot of each page goes to the screenshots folder, with ``report.json``. Exit
@@ -67,6 +68,9 @@ WIDTH = 1280
 MAX_HEIGHT = 12000  # screenshots are cut off below this many pixels
 SKIP_DIRS = ("_static", "_sources", "_images")
 FIRST_SCREEN = 900  # px: what a reader sees before scrolling
+#: Smallest share of its drawn width an image may be shown at: matplotlib draws at 100 dpi, so
+#: below 0.6 of its size a 10-point label is under 8.3 px tall (a figure wider than about 11 inches).
+MIN_SCALE = 0.6
 
 #: What must not show in a page's text (code aside), each with what it means.
 RAW_MARKUP = "raw MyST markup"
@@ -169,10 +173,12 @@ def text_problems(text: str, context: int = 40) -> list[str]:
     return problems
 
 
-def page_findings(text: str, wide: list[str]) -> list[str]:
-    """The problems that a page's ``text`` (every :data:`TEXT_RULES` finding) and its elements
-    wider than the text column (``wide``) show; each fails the page."""
-    return text_problems(text) + [f"wider than the text column: {w}" for w in wide]
+def page_findings(text: str, wide: list[str], shrunk: list[str] = ()) -> list[str]:
+    """The problems that a page's ``text`` (every :data:`TEXT_RULES` finding), its elements
+    wider than the text column (``wide``) and its images shown below :data:`MIN_SCALE` of their
+    size (``shrunk``) show; each fails the page."""
+    return (text_problems(text) + [f"wider than the text column: {w}" for w in wide]
+            + [f"figure too small to read (draw it narrower, e.g. in more rows): {s}" for s in shrunk])
 
 
 # ----------------------------------------------------------------------------- serving
@@ -262,8 +268,8 @@ return {
 };
 """
 
-# The article's text without code (hidden cells, code blocks, inline literals), and the tables,
-# figures and images wider than its column.
+# The article's text without code (hidden cells, code blocks, inline literals), the tables,
+# figures and images wider than its column, and the images shown below arguments[0] of their size.
 _READ = """
 const article = document.querySelector("article.bd-article") || document.querySelector("main") || document.body;
 const copy = article.cloneNode(true);
@@ -281,8 +287,16 @@ article.querySelectorAll("table, figure, img, .cell_output > .output").forEach((
       + (caption ? `: ${caption.textContent.trim().slice(0, 60)}` : (el.id ? ` #${el.id}` : "")));
   }
 });
+const shrunk = [];
+article.querySelectorAll("img").forEach((img) => {
+  const shown = img.getBoundingClientRect().width;
+  if (img.naturalWidth && shown && shown < arguments[0] * img.naturalWidth) {
+    shrunk.push(`${(img.getAttribute("alt") || img.getAttribute("src")).slice(0, 80)}: shown at `
+      + `${(shown / img.naturalWidth).toFixed(2)} of its drawn width`);
+  }
+});
 const tables = Array.from(article.querySelectorAll("table"));
-return {text: copy.innerText || copy.textContent, wide: wide,
+return {text: copy.innerText || copy.textContent, wide: wide, shrunk: shrunk,
         first_table: tables.length ? tables[0].getBoundingClientRect().top + window.scrollY : null};
 """
 
@@ -322,8 +336,8 @@ def check_page(driver, server: str, html_dir: Path, page: Path, shots: Path) -> 
         report.problems.append(f"MathJax error: {text!r}")
     for name in info["empty_figures"]:
         report.problems.append(f"figure without image or table: {name!r}")
-    read = driver.execute_script(_READ)
-    report.problems += page_findings(read["text"], read["wide"])
+    read = driver.execute_script(_READ, MIN_SCALE)
+    report.problems += page_findings(read["text"], read["wide"], read["shrunk"])
     if rel == "index.html" and (read["first_table"] is None or read["first_table"] > FIRST_SCREEN):
         report.problems.append(f"intro: no table on the first {FIRST_SCREEN} px (the verdicts come first)")
     time.sleep(0.2)  # let late requests (fonts, icons) show up in the log

@@ -18,15 +18,20 @@ RULE_STYLE = {"color": "C3", "ls": ":", "lw": 1.0}
 
 def score_panels(per_seed: pd.DataFrame, columns: Sequence[str], order: Sequence[str],
                  lines: Sequence[tuple[Mapping[str, float], Mapping]] = (), color: str = "C0",
-                 title: str = "{}", row_height: float = 0.32, width: float = 2.6):
-    """One panel per score column: the runs' mean per variant (rows in ``order``) with ± one
-    standard deviation over all its runs, and a vertical line per ``lines`` entry (column ->
-    value, line style). ``per_seed``: scores indexed ``(variant, pretrain_seed, seed)``."""
+                 title: str = "{}", row_height: float = 0.32, width: float = 2.6, ncols: int = 3):
+    """One panel per score column, ``ncols`` to a row (the figure stays readable at the width of
+    the text): the runs' mean per variant (rows in ``order``) with ± one standard deviation over
+    all its runs, and a vertical line per ``lines`` entry (column -> value, line style).
+    ``per_seed``: scores indexed ``(variant, pretrain_seed, seed)``."""
     sns.set_theme(style="whitegrid", context="notebook")
     long = per_seed[list(columns)].reset_index().melt(id_vars=["variant", "pretrain_seed", "seed"],
                                                       var_name="column", value_name="score")
-    fig, axes = plt.subplots(1, len(columns), figsize=(width * len(columns) + 2, row_height * len(order) + 1.8),
+    ncols = min(ncols, len(columns))
+    nrows = math.ceil(len(columns) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols + 2, nrows * (row_height * len(order) + 1.8)),
                              sharey=True, constrained_layout=True, squeeze=False)
+    for ax in axes.flat[len(columns):]:
+        ax.set_axis_off()
     for ax, column in zip(axes.flat, columns):
         sns.pointplot(long[long["column"] == column], x="score", y="variant", order=list(order), errorbar="sd",
                       linestyle="none", ax=ax, color=color, markersize=4)

@@ -232,6 +232,37 @@ def test_every_text_rule_and_a_table_wider_than_the_column_fail_a_page():
     problems = page_findings("fast: True; 3 seed(s); 1.281e+04 tokens; loss nan", ["table 900 px wide in a 752 px column"])
     assert len(problems) == 5 and problems[-1] == "wider than the text column: table 900 px wide in a 752 px column"
     assert page_findings("Liang Wang, Nan Yang", []) == []
+    shrunk = page_findings("", [], ["Scores of every variant: shown at 0.36 of its drawn width"])
+    assert shrunk == ["figure too small to read (draw it narrower, e.g. in more rows): "
+                      "Scores of every variant: shown at 0.36 of its drawn width"]
+
+
+@pytest.mark.skipif(not (shutil.which("chromium") and shutil.which("chromedriver")), reason="needs chromium (make chromium)")
+def test_the_browser_check_fails_a_figure_shown_below_half_its_size_and_passes_one_that_fits(tmp_path):
+    import tempfile
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from pe_book.book_check import check_page, serve, start_browser
+
+    for name, inches in (("wide", 16), ("fits", 5)):
+        fig = plt.figure(figsize=(inches, 2), dpi=100)
+        fig.savefig(tmp_path / f"{name}.png")
+        plt.close(fig)
+    page = tmp_path / "index.html"
+    page.write_text('<html><body><main style="width: 600px"><table><tr><td>verdicts</td></tr></table>'
+                    '<img alt="a wide figure" src="wide.png" style="max-width: 100%">'
+                    '<img alt="a figure that fits" src="fits.png" style="max-width: 100%"></main></body></html>')
+    with tempfile.TemporaryDirectory() as profile, serve(tmp_path) as url:
+        driver = start_browser(profile)
+        try:
+            report = check_page(driver, url, tmp_path, page, tmp_path)
+        finally:
+            driver.quit()
+    assert report.problems == ["figure too small to read (draw it narrower, e.g. in more rows): "
+                               "a wide figure: shown at 0.38 of its drawn width"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

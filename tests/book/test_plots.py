@@ -27,3 +27,17 @@ def test_a_log_axis_is_ticked_at_the_measured_points_alone():
     assert [t.get_text() for t in ax.get_xticklabels()] == ["128 tokens", "512 tokens", "2048 tokens"]
     assert not any(t.get_text() for t in ax.xaxis.get_minorticklabels())
     plt.close(fig)
+
+
+def test_score_panels_wrap_into_rows_that_fit_the_text_column():
+    import pandas as pd
+
+    index = pd.MultiIndex.from_product([["none", "ape-learned"], [0], [0, 1]], names=["variant", "pretrain_seed", "seed"])
+    columns = ["sst2", "cola", "cloze", "cloze_v2", "average"]
+    per_seed = pd.DataFrame(np.arange(len(index) * len(columns), dtype=float).reshape(len(index), -1),
+                            index=index, columns=columns)
+    fig = plots.score_panels(per_seed, columns, ["none", "ape-learned"], [({c: 1.0 for c in columns}, plots.BASELINE_STYLE)])
+    shown = [ax for ax in fig.axes if ax.axison]
+    assert [ax.get_title() for ax in shown] == columns and len(fig.axes) == 6  # 2 rows of 3
+    assert fig.get_figwidth() == 2.6 * 3 + 2
+    plt.close(fig)
