@@ -210,29 +210,6 @@ CPU = Profile(
     code_versions=PUBLISHED_CODE_VERSIONS,
 )
 
-#: The scale trend of the key effects: the three variants the claims compare most,
-#: one pretraining seed each, kept at 1x-16x of the study's unit (4.1M tokens) and fine-tuned on the
-#: cpu profile's tasks. Its 4x model is the cpu profile's first model of the same variant (the same
-#: pretraining key: an anytime schedule's snapshot is the model of a run of that length).
-TREND = Profile(
-    name="trend",
-    description="the trend of the key effects with scale: none, ape-learned and rpe-learned at 1x-16x of 4.1M tokens",
-    model=SCALE_MODEL,
-    pretrain=SCALE.pretrain,
-    finetune=CPU.finetune,
-    seq_len=CPU.seq_len,
-    corpus_tokens=None,
-    variants=("none", "ape-learned", "rpe-learned"),
-    tasks=CPU.tasks,
-    seeds=(0,),
-    task_max_train=CPU.task_max_train,
-    task_max_train_by_task=CPU.task_max_train_by_task,
-    finetune_by_task=CPU.finetune_by_task,
-    task_max_eval=CPU.task_max_eval,
-    probe=CPU.probe,
-    weights_in_store=True,
-)
-
 #: Pretraining seeds of the next cpu run: every paper variant at least two, the
 #: three the claims compare most three; the modern and untied variants one.
 PAPER_PRETRAINING_SEEDS = {v: 2 for v in PAPER_VARIANTS} | THREE_PRETRAINING_SEEDS
@@ -265,6 +242,30 @@ CPU_NEXT = Profile(
     finetune_by_task={"cola": {"epochs": 10}, "cloze": {"epochs": 5}, "cloze_v2": {"epochs": 5}},
     task_max_eval=400,
     probe=CPU.probe,
+    weights_in_store=True,
+)
+
+#: The scale trend of the key effects: the three variants the claims compare most, one
+#: pretraining seed each, kept at 1x-16x of the study's unit (4.1M tokens) and fine-tuned on the
+#: next cpu run's tasks with its recipe (one fine-tuning seed a model). Its 4x model is that run's
+#: first model of the same variant (the same pretraining key: an anytime schedule's snapshot is the
+#: model of a run of that length).
+TREND = Profile(
+    name="trend",
+    description="the trend of the key effects with scale: none, ape-learned and rpe-learned at 1x-16x of 4.1M tokens",
+    model=SCALE_MODEL,
+    pretrain=SCALE.pretrain,
+    finetune=CPU_NEXT.finetune,
+    seq_len=CPU_NEXT.seq_len,
+    corpus_tokens=None,
+    variants=("none", "ape-learned", "rpe-learned"),
+    tasks=CPU_NEXT.tasks,
+    seeds=(0,),
+    task_max_train=CPU_NEXT.task_max_train,
+    task_max_train_by_task=CPU_NEXT.task_max_train_by_task,
+    finetune_by_task=CPU_NEXT.finetune_by_task,
+    task_max_eval=CPU_NEXT.task_max_eval,
+    probe=CPU_NEXT.probe,
     weights_in_store=True,
 )
 
