@@ -245,28 +245,19 @@ CPU_NEXT = Profile(
     weights_in_store=True,
 )
 
-#: The scale trend of the key effects: the three variants the claims compare most, one
-#: pretraining seed each, kept at 1x-16x of the study's unit (4.1M tokens) and fine-tuned on the
-#: next cpu run's tasks with its recipe (one fine-tuning seed a model). Its 4x model is that run's
-#: first model of the same variant (the same pretraining key: an anytime schedule's snapshot is the
-#: model of a run of that length).
-TREND = Profile(
+#: The scale trend of the key effects: cpu-next's recipe and tasks for the three variants the
+#: claims compare most, one pretraining seed and one fine-tuning seed each, kept at 1x-16x of the
+#: study's unit (4.1M tokens). Its 4x model is cpu-next's first model of the same variant (the same
+#: pretraining key: an anytime schedule's snapshot is the model of a run of that length).
+TREND = replace(
+    CPU_NEXT,
     name="trend",
     description="the trend of the key effects with scale: none, ape-learned and rpe-learned at 1x-16x of 4.1M tokens",
-    model=SCALE_MODEL,
     pretrain=SCALE.pretrain,
-    finetune=CPU_NEXT.finetune,
-    seq_len=CPU_NEXT.seq_len,
-    corpus_tokens=None,
     variants=("none", "ape-learned", "rpe-learned"),
-    tasks=CPU_NEXT.tasks,
     seeds=(0,),
-    task_max_train=CPU_NEXT.task_max_train,
-    task_max_train_by_task=CPU_NEXT.task_max_train_by_task,
-    finetune_by_task=CPU_NEXT.finetune_by_task,
-    task_max_eval=CPU_NEXT.task_max_eval,
-    probe=CPU_NEXT.probe,
-    weights_in_store=True,
+    seeds_by_task={},
+    pretrain_seeds_by_variant={},
 )
 
 GPU = Profile(
