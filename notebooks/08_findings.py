@@ -44,7 +44,7 @@ from IPython.display import display
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
 from pe_book import notebook, tables
-from pe_book.chapters import common, findings
+from pe_book.chapters import common, findings, trend
 
 notebook.record_names(globals())
 
@@ -53,7 +53,8 @@ notebook.record_names(globals())
 #
 # `alpha` is the significance level of the verdicts: the familywise error rate of each claim's
 # comparisons, and the level of the correlation verdicts; `layer` the probed layer whose
-# indicators are correlated with the scores (0: the first, as in the paper).
+# indicators are correlated with the scores (0: the first, as in the paper). `trend_profile` and
+# `trend_reference` name the runs that follow the key effects across budgets (chapter {ref}`scale`).
 
 # %% tags=["parameters"]
 profile: str = "smoke"  # results profile (smoke, cpu or gpu)
@@ -63,6 +64,8 @@ seeds: list[int] = []  # fine-tuning seeds; empty: the profile's
 split: str = "test"  # split whose scores are used: test or validation
 layer: int = 0  # probed layer whose indicators are correlated with the scores
 alpha: float = 0.05  # significance level of the verdicts (familywise per claim) and of the correlations
+trend_profile: str = ""  # the runs of the key effects' trend with scale ("trend"); empty: not in this book
+trend_reference: str = ""  # the profile whose seeds lend each trend run its variance ("cpu-next")
 
 # %% tags=["hide-input"]
 params = notebook.check_notebook_parameters(globals())
@@ -335,6 +338,39 @@ COUNTED = {"quantifier": "quantifier", "comparisons": "n", "in claimed direction
 (result.needs.style.format({"mean difference": "{:+.2f}", "MDE": "{:.1f}", "seeds needed": "{:.0f}"}, na_rep="n/a")
  .set_properties(subset=["claim", "needs"], **{"text-align": "left", "min-width": "10em"})
  .set_table_attributes('class="dataframe"'))
+
+# %% tags=["hide-cell"]
+trended = trend.read(trend_profile, trend_reference, results, alpha)
+
+
+def trend_counts(t):
+    """How the claims' effects move with the budget (t: a trend.Trend, or None: not in this book), in words."""
+    if t is None:
+        return "The trend runs are not part of this book (the parameter `trend_profile` is empty)."
+    counts = t.claims["direction"].value_counts()
+    found = ", ".join(f"{n} {direction}" for direction, n in counts.items()) or "none"
+    return (f"Of the {len(t.claims)} comparisons of the claims that profile {trend_profile} follows "
+            f"({t.cited['trend_runs']} of its {t.cited['trend_planned']} fine-tunings stored, budgets "
+            f"{t.cited['trend_budgets']} tokens, on its own tasks): {found}.")
+
+
+notebook.glue("trend_counts", trend_counts(trended))
+
+# %% [markdown]
+# ### With scale
+#
+# These verdicts hold at one budget. Whether an effect shrinks, grows or flips as the models see
+# more text is measured in {ref}`scale` (its last section, with the rule): one run of `none`,
+# `ape-learned` and `rpe-learned` at each of five budgets, each run's variance borrowed from a
+# run with seeds. {glue:text}`trend_counts` Per claim and comparison (slope: change of the effect
+# per doubling of the pretraining tokens, percentage points, with a Bonferroni interval over the
+# claim's comparisons):
+
+# %% tags=["hide-input"]
+if trended is not None:
+    shown = common.with_intervals(trended.claims, "slope low", "slope high")
+    display(shown[["claim id", "effect", "column", "slope", "interval", "direction"]]
+            .style.format({"slope": "{:+.2f}"}, na_rep="—").hide(axis="index").set_table_attributes('class="dataframe"'))
 
 # %% [markdown]
 # ### Every comparison

@@ -40,7 +40,7 @@ import seaborn as sns
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
 from pe_book import notebook, plots
-from pe_book.chapters import common, scale
+from pe_book.chapters import common, scale, trend
 
 notebook.record_names(globals())
 
@@ -50,9 +50,10 @@ notebook.record_names(globals())
 # `profile` chooses the artifacts (`results/<profile>/`): the study is the profile `scale`; any
 # other profile shows the budgets its runs keep (the smoke profile keeps one). `variants` and
 # `tasks` restrict the study (empty: the study's four variants that the profile has, and the
-# profile's sentence-level tasks). `cpu` names the profile whose budget the study chooses. The
-# chapter reads what is stored and computes no model: a study still running shows what it has
-# finished.
+# profile's sentence-level tasks). `cpu` names the profile whose budget the study chooses.
+# `trend_profile` names the runs of the last section (the trend of the key effects with scale) and
+# `trend_reference` the profile whose seeds lend them their variance. The chapter reads what is
+# stored and computes no model: a study still running shows what it has finished.
 
 # %% tags=["parameters"]
 profile: str = "smoke"  # results profile; the study itself is "scale"
@@ -65,6 +66,9 @@ finetune_screen_cpu: str = "studies/finetune_screen/results-cpu.jsonl"  # its se
 finetune_screen_epochs: list[str] = ["studies/finetune_screen/results-cpu-cola.jsonl",
                                      "studies/finetune_screen/results-cpu-squad_v2.jsonl"]  # its third (epochs)
 cpu: str = "cpu"  # the profile whose budget the study chooses (priced, compared and checked below)
+trend_profile: str = ""  # the runs of the key effects' trend with scale ("trend"); empty: not in this book
+trend_reference: str = ""  # the profile whose seeds lend each trend run its variance ("cpu-next")
+alpha: float = 0.05  # level of the trend's intervals (pointwise in the figure, familywise per claim in the table)
 
 # %% tags=["hide-cell"]
 params = notebook.check_notebook_parameters(globals())
@@ -459,3 +463,73 @@ notebook.glue("cpu_shared", shared_text(choice.shared))
 
 # %% tags=["hide-input"]
 shown_criteria(study.cpu_criteria)
+
+# %% tags=["hide-cell"]
+trended = trend.read(trend_profile, trend_reference, results, alpha)
+
+
+def trend_status(t):
+    """What the trend's runs hold, in words (t: a trend.Trend, or None when the book leaves it out)."""
+    if t is None:
+        return ("not part of this book (the parameter `trend_profile` is empty; the cpu book sets it to the "
+                "profile `trend`)")
+    reference = (f"each run's variance is borrowed from profile {t.cited['trend_reference']}"
+                 if t.cited["trend_reference"] != "none" else "no profile lends a variance, so no interval is drawn")
+    return (f"profile {trend_profile} holds {t.cited['trend_runs']} of its {t.cited['trend_planned']} fine-tunings "
+            f"({t.cited['trend_variants']}; budgets {t.cited['trend_budgets']} tokens); {reference}")
+
+
+notebook.glue("trend_status", trend_status(trended))
+notebook.glue("trend_alpha", alpha)
+if trended is None:
+    fig, ax = plt.subplots(figsize=(6, 1.2))
+    ax.set_axis_off()
+    ax.text(0.5, 0.5, "the trend runs are not part of this book", ha="center", va="center")
+else:
+    fig = plots.effect_trends(trended.effects, trended.columns, trended.budgets)
+notebook.glue("fig_trend", fig)
+plt.close(fig)
+
+# %% [markdown]
+# ## The trend of the key effects with scale
+#
+# One budget cannot say whether a difference between position embeddings is the start of the
+# paper's or an accident of a small model. The profile `trend` therefore pretrains the three
+# variants the claims compare most, `none`, `ape-learned` and `rpe-learned`, with the cpu run's
+# recipe and tasks (one pretraining seed each), keeps each model at every budget of the study, and
+# fine-tunes each kept model once on each task. Its 4x models are the reference run's first models:
+# the same key, read from its store, not trained again. Here: {glue:text}`trend_status`.
+#
+# A single run has no variance of its own, so each is given the variance of one run of its variant
+# in the reference profile at its budget (pretraining plus fine-tuning variance, from its seeds:
+# `pe_book.chapters.trend`), assumed the same at every budget; a difference of two runs adds both.
+# The figure gives, per task and per group of tasks, the differences `rpe-learned − ape-learned`
+# and `ape-learned − none` against pretraining tokens, with pointwise intervals at level
+# {glue:text}`trend_alpha`.
+#
+# ```{glue:figure} fig_trend
+# :alt: The differences rpe-learned minus ape-learned and ape-learned minus none, per task, against pretraining tokens on a log axis
+# :name: fig-trend
+#
+# The key effects against pretraining tokens (log axis), one panel per task and group of tasks
+# (test split, percentage points): each point one run of each variant, error bars the interval
+# from the borrowed variance (none where that variance is unknown); grey: no difference.
+# ```
+#
+# Per claim of {ref}`findings`, the table gives the trend of each of its comparisons that these
+# variants allow: the effect at the smallest and the largest stored budget, its least-squares
+# slope per doubling of the budget with a Bonferroni interval over the claim's comparisons, and its
+# direction. An effect *flips* when its intervals at the smallest and the largest budget exclude
+# zero on opposite sides; else it *grows* or *shrinks* when the slope's interval excludes zero and
+# the effect is larger or smaller in size at the largest budget; else no trend is detected, and
+# "detectable slope" is the slope that would have been seen with 80% power. Budgets are treated as
+# independent, which overstates the slope's error (snapshots of one run share its pretraining
+# noise). Every number holds for the small models of this chapter at the budgets above, far below
+# the paper's BERT-base.
+
+# %% tags=["hide-input"]
+if trended is not None:
+    display(trended.claims.drop(columns=["claim", "comparisons"])
+            .style.format({"first": "{:+.1f}", "last": "{:+.1f}", "slope": "{:+.2f}", "slope low": "{:+.2f}",
+                           "slope high": "{:+.2f}", "detectable slope": "{:.2f}"}, na_rep="—")
+            .hide(axis="index").set_table_attributes('class="dataframe"'))

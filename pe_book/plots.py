@@ -105,6 +105,42 @@ def line_facets(lines: Mapping[str, tuple[object, object]], ncols: int = 3, xlab
     return fig
 
 
+def effect_trends(effects: pd.DataFrame, columns: Sequence[str], budgets: Sequence[int], ncols: int = 3,
+                  panel: tuple[float, float] = (3.3, 2.6)):
+    """One panel per score column: each effect (``effects`` rows: ``effect``, ``column``,
+    ``tokens``, ``difference``, ``low``, ``high``) against pretraining tokens on a log axis ticked
+    at ``budgets``, with its interval as error bars where known and a grey line at zero; a
+    column with no effect stored says so in its panel."""
+    sns.set_theme(style="whitegrid", context="notebook")
+    names = list(dict.fromkeys(effects["effect"])) if not effects.empty else []
+    nrows = max(1, math.ceil(len(columns) / ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(panel[0] * ncols, panel[1] * nrows + 0.6),
+                             constrained_layout=True, squeeze=False)
+    for ax in axes.flat[len(columns):]:
+        ax.set_axis_off()
+    for ax, column in zip(axes.flat, columns):
+        shown = effects[effects["column"] == column] if names else effects
+        ax.axhline(0.0, color="grey", lw=0.8)
+        for i, name in enumerate(names):
+            rows = shown[shown["effect"] == name].sort_values("tokens")
+            errors = np.vstack([rows["difference"] - rows["low"], rows["high"] - rows["difference"]])
+            ax.errorbar(rows["tokens"] * (1.04 ** (i - (len(names) - 1) / 2)), rows["difference"],
+                        yerr=None if np.isnan(errors).all() else errors, marker="o", ms=4, lw=1.0, capsize=2,
+                        color=f"C{i}", label=name)
+        if shown.empty:
+            ax.text(0.5, 0.5, "nothing stored", ha="center", va="center", transform=ax.transAxes, fontsize=9)
+        ax.set_xscale("log")
+        ax.set_xlim(min(budgets) / 1.5, max(budgets) * 1.5)
+        log_ticks(ax, budgets, lambda tokens: f"{tokens / 1e6:.3g}M")
+        ax.set_title(column, fontsize=10)
+        ax.tick_params(labelsize=8)
+    if names:
+        fig.legend(*axes.flat[0].get_legend_handles_labels(), loc="outside upper center", ncols=len(names), fontsize=9)
+    fig.supxlabel("pretraining tokens", fontsize=10)
+    fig.supylabel("difference (points)", fontsize=10)
+    return fig
+
+
 def log_ticks(ax, values, label=lambda value: f"{value:g}", axis: str = "x") -> None:
     """Tick a log ``axis`` of ``ax`` at ``values`` only (the measured points), each labelled by
     ``label``, with no minor labels (which overlap on a short log axis)."""

@@ -37,10 +37,10 @@ def test_profiles_name_real_notebooks_and_valid_parameters(profile):
 def test_chapter_parameters_give_every_notebook_its_parameters_under_a_profile():
     chapters = book.chapter_parameters("cpu")
     assert list(chapters) == NOTEBOOKS
-    assert chapters[ROOT / "notebooks" / "13_scale.py"] == {"profile": "scale"}
+    assert chapters[ROOT / "notebooks" / "13_scale.py"]["profile"] == "scale"
     assert chapters[ROOT / "notebooks" / "09_performance.py"] == {}
     chapters[ROOT / "notebooks" / "13_scale.py"]["profile"] = "changed"  # a copy: the profiles stay as they are
-    assert book.BOOK_PROFILES["cpu"]["13_scale"] == {"profile": "scale"}
+    assert book.BOOK_PROFILES["cpu"]["13_scale"]["profile"] == "scale"
     assert all(parameters == {} for parameters in book.chapter_parameters("smoke").values())
     with pytest.raises(book.BookError, match="unknown profile 'gpu'; valid: smoke, cpu"):
         book.chapter_parameters("gpu")

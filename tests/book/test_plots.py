@@ -4,6 +4,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 
 from pe_book import plots
 
@@ -41,3 +42,20 @@ def test_score_panels_wrap_into_rows_that_fit_the_text_column():
     assert [ax.get_title() for ax in shown] == columns and len(fig.axes) == 6  # 2 rows of 3
     assert fig.get_figwidth() == 2.6 * 3 + 2
     plt.close(fig)
+
+
+def test_effect_trends_draw_each_effect_per_column_with_its_interval_and_say_where_nothing_is_stored():
+    effects = pd.DataFrame({"effect": ["a − b", "a − b", "c − b"], "column": ["x", "x", "x"],
+                            "tokens": [1e6, 2e6, 1e6], "difference": [1.0, 2.0, -1.0], "low": [0.0, 1.0, float("nan")],
+                            "high": [2.0, 3.0, float("nan")]})
+    fig = plots.effect_trends(effects, ["x", "y"], [1e6, 2e6, 4e6], ncols=3)
+    x, y, spare = fig.axes[:3]
+    assert x.get_title() == "x" and y.get_title() == "y" and not spare.axison
+    assert [t.get_text() for t in y.texts] == ["nothing stored"] and not x.texts
+    assert len(x.containers) == 2, "one error-bar line per effect"
+    assert x.containers[0].has_yerr and not x.containers[1].has_yerr, "no interval where the variance is unknown"
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["a − b", "c − b"]
+    plt.close(fig)
+    empty = plots.effect_trends(effects.iloc[:0], ["x"], [1e6])
+    assert [t.get_text() for t in empty.axes[0].texts] == ["nothing stored"] and not empty.legends
+    plt.close(empty)

@@ -1,0 +1,114 @@
+import dataclasses
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from book.experiments.test_runner import profile, runner, tokenizer  # noqa: F401 (fixtures)
+
+from pe_book import claims, stats
+from pe_book.chapters import trend
+from pe_book.experiments.runner import Runner
+
+
+def effect(differences, se=1.0, df=10.0, half=2.0) -> pd.DataFrame:
+    """Rows of one effect at 1x, 2x, 4x, ... (the interval ``difference ± half``)."""
+    tokens = [1000 * 2 ** i for i in range(len(differences))]
+    return pd.DataFrame({"tokens": tokens, "difference": differences, "se": se, "df": df,
+                         "low": [d - half for d in differences], "high": [d + half for d in differences]})
+
+
+@pytest.mark.parametrize(("differences", "direction"), [
+    ([1.0, 4.0, 7.0, 10.0, 13.0], trend.GROWS),
+    ([13.0, 10.0, 7.0, 4.0, 1.0], trend.SHRINKS),
+    ([-13.0, -10.0, -7.0, -4.0, -1.0], trend.SHRINKS),
+    ([6.0, 3.0, 0.0, -3.0, -6.0], trend.FLIPS),
+    ([3.0, 2.5, 3.5, 2.8, 3.1], trend.NO_TREND),
+    ([3.0], trend.TOO_FEW),
+    ([], trend.TOO_FEW),
+])
+def test_the_direction_of_an_effect_over_budgets(differences, direction):
+    assert trend.slope(effect(differences), 0.05)["direction"] == direction
+
+
+def test_the_slope_is_per_doubling_and_its_interval_widens_with_the_borrowed_se():
+    exact = trend.slope(effect([1.0, 4.0, 7.0]), 0.05)
+    assert exact["slope"] == pytest.approx(3.0) and exact["first"] == 1.0 and exact["last"] == 7.0
+    # x = 0, 1, 2 (log2 tokens): se(slope) = se * sqrt(sum (x - xbar)^2) / sum (x - xbar)^2 = se / sqrt(2)
+    half = float(stats.interval_halfwidth(1.0 / math.sqrt(2), 10.0, 0.05))
+    assert exact["slope high"] - exact["slope"] == pytest.approx(half)
+    assert exact["detectable slope"] == pytest.approx(stats.mde(1.0 / math.sqrt(2), 10.0, 0.05))
+    assert trend.slope(effect([1.0, 4.0, 7.0], se=100.0), 0.05)["direction"] == trend.NO_TREND
+    assert trend.slope(effect([1.0, 4.0, 7.0], se=math.nan), 0.05)["direction"] == trend.UNKNOWN
+
+
+def per_seed(scores: dict) -> pd.DataFrame:
+    """variant -> [[runs of pretraining seed 0], [runs of seed 1], ...] as a per-seed table of column "x"."""
+    rows = [{"variant": v, "pretrain_seed": p, "seed": s, "x": y}
+            for v, models in scores.items() for p, runs in enumerate(models) for s, y in enumerate(runs)]
+    return pd.DataFrame(rows).set_index(["variant", "pretrain_seed", "seed"])
+
+
+def test_one_runs_variance_is_the_pretraining_part_plus_the_variants_finetuning_part():
+    table = per_seed({"a": [[60.0, 62.0], [70.0, 71.0], [64.0, 66.0]], "b": [[50.0, 51.0], [55.0, 53.0], [58.0, 59.0]]})
+    variance, df = trend.run_variance(table, ["x", "absent"])
+    c = stats.column_stats(table, "x").components
+    for i, v in enumerate(["a", "b"]):
+        assert variance.loc[v, "x"] == pytest.approx(float(c.pretrain) + float(c.within[i]))
+    assert df == {"x": 4.0, "absent": 0.0} and variance["absent"].isna().all()
+    one_seed = trend.run_variance(per_seed({"a": [[60.0]], "b": [[50.0]]}), ["x"])[0]
+    assert one_seed["x"].isna().all(), "one pretraining seed a variant: the variance is unknown"
+
+
+def test_an_effects_interval_adds_both_variants_variance():
+    budgets = {1000: per_seed({"a": [[60.0]], "b": [[50.0]]}), 2000: per_seed({"a": [[66.0]], "b": [[52.0]]}),
+               4000: pd.DataFrame()}
+    variance = pd.DataFrame({"x": {"a": 4.0, "b": 5.0}})
+    rows = trend.effect_rows(budgets, [("a", "b")], ["x"], variance, {"x": 6.0}, 0.05)
+    assert list(rows["tokens"]) == [1000, 2000] and list(rows["difference"]) == [10.0, 14.0]
+    assert rows["se"].eq(3.0).all() and rows["effect"].eq("a − b").all()
+    assert (rows["high"] - rows["difference"]).to_numpy() == pytest.approx(float(stats.interval_halfwidth(3.0, 6.0, 0.05)))
+
+
+def test_claims_are_traced_through_the_comparisons_of_the_tracked_variants():
+    variance = pd.DataFrame({"span": {"ape-learned": 1.0, "none": 1.0}})
+    budgets = {1000 * 2 ** i: pd.DataFrame({"span": [50.0 + 5 * i, 50.0]},
+                                           index=pd.MultiIndex.from_tuples([("ape-learned", 0, 0), ("none", 0, 0)],
+                                                                           names=stats.LEVELS)) for i in range(4)}
+    table = trend.claim_trends(claims.paper_claims(span_tasks=[]), budgets, variance, {"span": 8.0},
+                               ["ape-learned", "none"], 0.05)
+    assert list(table["claim id"]) == ["span-none-drops"], "only its comparison has both variants"
+    row = table.iloc[0]
+    assert row["effect"] == "ape-learned − none" and row["direction"] == trend.GROWS and row["slope"] == pytest.approx(5.0)
+
+
+def test_compute_reads_the_reference_model_of_the_same_key_and_borrows_its_variance(runner, profile):  # noqa: F811
+    variants = ("none", "ape-learned")
+    pretrain = dataclasses.replace(profile.pretrain, schedule="constant", snapshot_steps=(2,))
+    trend_runner = Runner(dataclasses.replace(profile, name="trend", variants=variants, pretrain=pretrain, seeds=(0,)),
+                          runner.store.root.parent, runner.work, progress=False, tokenizer=runner.tokenizer,
+                          data=runner.mlm_data())
+    reference_profile = dataclasses.replace(profile, name="reference", variants=variants, pretrain=pretrain.at(2),
+                                            pretrain_seeds_by_variant={v: 2 for v in variants})
+    reference = trend_runner.with_profile(reference_profile)
+    nothing = trend.compute(trend_runner, reference)
+    assert not nothing.stored and nothing.effects.empty and nothing.cited["trend_runs"] == 0
+    for v in variants:
+        for p in (0, 1):
+            for s in (0, 1):
+                reference.ensure_finetuned(v, "sst2", s, pretrain_seed=p)
+    borrowed = trend.compute(trend_runner, reference)
+    small, large = borrowed.budgets
+    assert set(borrowed.per_budget[small].index) == {("none", 0, 0), ("ape-learned", 0, 0)} and borrowed.per_budget[large].empty
+    key = (reference.finetune_config("none", "sst2", 0, 0))
+    assert trend_runner.finetune_config("none", "sst2", 0, 0, 2) == key, "the same model under one key"
+    assert np.isfinite(borrowed.variance.loc[["none", "ape-learned"], "sst2"]).all() and borrowed.df["sst2"] == 2
+    assert borrowed.effects["low"].notna().all() and list(borrowed.effects["tokens"].unique()) == [small]
+    other = trend_runner.with_profile(dataclasses.replace(
+        reference_profile, finetune=dataclasses.replace(reference_profile.finetune, epochs=3)))
+    assert not trend.compute(trend_runner, other).per_budget[small].shape[0], "another fine-tuning: not the same key"
+    for v in variants:
+        trend_runner.ensure_finetuned(v, "sst2", 0, steps=4)
+    both = trend.compute(trend_runner, reference)
+    assert list(both.effects.loc[both.effects["column"] == "sst2", "tokens"]) == [small, large]
+    assert both.cited["trend_runs"] == both.cited["trend_planned"] == 4
