@@ -5,6 +5,10 @@ Every artefact of the project is written to a temporary sibling and moved into p
 truncated one that a later run would trust. A folder that a later run reads also carries a sha256
 manifest (:func:`manifested_dir` writes it, :func:`verified` checks it): a bit flip or a
 truncation after the write is found, reported by name and the folder rebuilt, never used.
+
+This module is the one home of that manifest and its one format, ``manifest.json`` mapping each
+file (path relative to the folder) to its sha256: the artifact store, training runs and their
+checkpoints, prepared data, extracted sources and cached position tables all write and check it here.
 """
 from __future__ import annotations
 
@@ -258,15 +262,24 @@ def verify_manifest(folder: str | os.PathLike[str], required: Iterable[str] = ()
             raise CorruptFileError(f"{path} fails its sha256 check (truncated or altered)")
 
 
-def verified(folder: str | os.PathLike[str], what: str) -> bool:
-    """True when ``folder`` exists and matches its manifest. A folder that exists but does not is
-    reported in one warning naming the bad file, and False is returned so that the caller rebuilds
-    it (an :func:`atomic_dir` replaces it whole)."""
+def is_intact(folder: str | os.PathLike[str], required: Iterable[str] = ()) -> bool:
+    """Whether ``folder`` exists and matches its manifest, listing the ``required`` files (quietly)."""
+    try:
+        verify_manifest(folder, required)
+    except CorruptFileError:
+        return False
+    return True
+
+
+def verified(folder: str | os.PathLike[str], what: str, required: Iterable[str] = ()) -> bool:
+    """True when ``folder`` exists and matches its manifest (which lists the ``required`` files).
+    A folder that exists but does not is reported in one warning naming the bad file, and False is
+    returned so that the caller rebuilds it (an :func:`atomic_dir` replaces it whole)."""
     folder = Path(folder)
     if not folder.exists():
         return False
     try:
-        verify_manifest(folder)
+        verify_manifest(folder, required)
     except CorruptFileError as error:
         warnings.warn(f"ignoring corrupt {what}: {error}; it will be rebuilt", stacklevel=2)
         return False

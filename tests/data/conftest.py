@@ -8,7 +8,6 @@ from __future__ import annotations
 import bz2
 import csv
 import gzip
-import hashlib
 import io
 import json
 import random
@@ -21,6 +20,7 @@ import numpy as np
 import pytest
 
 from pe_lib.data.sources import SOURCES
+from pe_lib.io import write_manifest
 
 _ADJ = "quiet bright ancient narrow gentle heavy curious distant proud silent eager humble".split()
 _NOUN = "river garden letter village teacher window soldier market mountain captain sister carriage".split()
@@ -43,9 +43,9 @@ def install_source(cache: Path, name: str, files: dict[str, bytes]) -> Path:
     for member, payload in files.items():
         (folder / member).parent.mkdir(parents=True, exist_ok=True)
         (folder / member).write_bytes(payload)
-    manifest = {"archive_sha256": SOURCES[name].sha256, "origin": "test fixture",
-                "members": {m: hashlib.sha256(p).hexdigest() for m, p in files.items()}}
-    (folder / ".manifest.json").write_text(json.dumps(manifest))
+    (folder / "source.json").write_text(json.dumps({"archive_sha256": SOURCES[name].sha256, "origin": "test fixture",
+                                                    "members": sorted(files)}))
+    write_manifest(folder)
     return folder
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import sys
 import zipfile
 from pathlib import Path
@@ -10,6 +11,7 @@ import pytest
 
 from pe_lib.data import sources
 from pe_lib.data.sources import SOURCES, Source, SourceUnavailable, get_source, source_dir, source_state
+from pe_lib.io import write_manifest
 
 
 def test_registry_is_complete() -> None:
@@ -87,8 +89,30 @@ def test_stale_manifest_is_not_trusted(toy: tuple[bytes, list[int]], tmp_path: P
     folder = source_dir("toy", cache)
     (folder / "toy/data/words.txt").write_text("hello WORLD\n")  # same size, different sha256
     assert source_state("toy", cache)[0] == "archive only"
-    assert (source_dir("toy", cache) / "toy/data/words.txt").read_text() == "hello world\n"
+    with pytest.warns(UserWarning, match="words.txt fails its sha256 check"):
+        assert (source_dir("toy", cache) / "toy/data/words.txt").read_text() == "hello world\n"
     assert len(calls) == 1  # the verified archive was reused
+
+
+def test_a_folder_of_another_archive_or_an_older_format_is_extracted_again(toy: tuple[bytes, list[int]],
+                                                                          tmp_path: Path) -> None:
+    _, calls = toy
+    cache = tmp_path / "c"
+    folder = source_dir("toy", cache)
+    card = json.loads((folder / "source.json").read_text())
+    assert card["archive_sha256"] == get_source("toy").sha256 and card["members"] == ["toy/data/words.txt"]
+    assert json.loads((folder / "manifest.json").read_text()).keys() == {"source.json", "toy/data/words.txt"}
+    (folder / "source.json").write_text(json.dumps({**card, "archive_sha256": "0" * 64}))
+    write_manifest(folder)  # intact, but from another archive
+    assert source_state("toy", cache)[0] == "archive only"
+    source_dir("toy", cache)
+    assert source_state("toy", cache)[0] == "cached"
+    (folder / "manifest.json").unlink()  # the format before pe_lib.io's manifest: .manifest.json
+    (folder / ".manifest.json").write_text(json.dumps({"archive_sha256": card["archive_sha256"], "members": {}}))
+    with pytest.warns(UserWarning, match="has no manifest.json"):
+        source_dir("toy", cache)
+    assert source_state("toy", cache)[0] == "cached" and not (folder / ".manifest.json").exists()
+    assert len(calls) == 1  # the verified archive was reused each time
 
 
 def test_failed_fetch_is_one_clear_line_and_leaves_nothing(monkeypatch: pytest.MonkeyPatch,
