@@ -47,9 +47,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import torch
 import torch.nn.functional as F
 
@@ -61,6 +61,9 @@ from pe_lib.training.pretrain import (
     mask_tokens,
     step_seed,
 )
+
+if TYPE_CHECKING:  # pandas is imported by the table functions alone (a dry run imports this module)
+    import pandas as pd
 
 OK, CANNOT_RUN = "ok", "cannot run"
 MASK_PURPOSE = 3  # step_seed purpose of the extrapolation masks (pretraining: 0 train, 1 dropout, 2 eval)
@@ -197,6 +200,8 @@ def _label(multiplier: float) -> str:
 def loss_table(payloads: Mapping[str, Mapping]) -> pd.DataFrame:
     """Rows: variants; columns ``(quantity, "Nx")`` for quantity ``loss`` and ``perplexity``, NaN
     where the variant cannot run at that length (see :func:`cannot_run`)."""
+    import pandas as pd
+
     rows = {}
     for variant, payload in payloads.items():
         row = {}
@@ -212,6 +217,8 @@ def loss_table(payloads: Mapping[str, Mapping]) -> pd.DataFrame:
 
 def cannot_run(payloads: Mapping[str, Mapping]) -> pd.DataFrame:
     """Every (variant, length) that cannot run, with the reason."""
+    import pandas as pd
+
     rows = [{"variant": v, "length": r["length"], "multiplier": _label(r["multiplier"]), "reason": r["reason"]}
             for v, payload in payloads.items() for r in payload["records"] if r["status"] == CANNOT_RUN]
     return pd.DataFrame(rows, columns=["variant", "length", "multiplier", "reason"])
@@ -240,6 +247,8 @@ def bucket_frame(payloads: Mapping[str, Mapping], multiplier: float | None = Non
     """Long table of the loss by position bucket at ``multiplier`` (default: the longest of each
     payload), with its paired change against the same tokens at the reference length: columns
     :data:`BUCKET_COLUMNS`. Variants that cannot run there are left out, as are empty buckets."""
+    import pandas as pd
+
     rows = []
     for variant, payload in payloads.items():
         r = _at(payload, multiplier)
@@ -260,6 +269,8 @@ def inside_beyond(payloads: Mapping[str, Mapping], multiplier: float | None = No
     inside the pretraining length and beyond it, and the change of each group against the same
     tokens at the reference length (with the standard error of the change beyond); rows: the
     variants that ran there with tokens beyond the pretraining length."""
+    import pandas as pd
+
     rows = {}
     for variant, payload in payloads.items():
         r = _at(payload, multiplier)

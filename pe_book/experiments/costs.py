@@ -30,12 +30,14 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from pe_book.experiments.runner import PlannedArtifact, Runner
 from pe_book.experiments.store import Store, hardware, same_machine_type
 from pe_lib.training.pretrain import latest_checkpoint
+
+if TYPE_CHECKING:  # pandas is imported by the estimate alone: a dry run without one skips it
+    import pandas as pd
 
 
 @dataclass
@@ -116,6 +118,8 @@ def resume_step(runner: Runner, pretraining: PlannedArtifact, checkpoints: bool 
 def estimate(runner: Runner, planned: list[PlannedArtifact], rates: Rates, checkpoints: bool = True) -> pd.DataFrame:
     """Per stage kind: artifacts to compute, their expected hours, and how many have no measured
     rate (``unknown``); a last row ``total``. ``checkpoints``: as in :func:`artifact_seconds`."""
+    import pandas as pd
+
     rows: dict[str, dict] = defaultdict(lambda: {"to compute": 0, "hours": 0.0, "unknown": 0})
     for artifact in planned:
         if artifact.stored:

@@ -17,12 +17,11 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-import datasets
 import numpy as np
-import pyarrow
 import torch
 from tqdm.auto import tqdm
 
@@ -451,8 +450,8 @@ class Runner:
         if folder is None:
             return None
         identity = content_key({"manifest": sha256_file(folder / MANIFEST), "max_train": self.profile.max_train_for(name),
-                                "max_eval": self.profile.task_max_eval, "datasets": datasets.__version__,
-                                "pyarrow": pyarrow.__version__}, 16)
+                                "max_eval": self.profile.task_max_eval, "datasets": version("datasets"),
+                                "pyarrow": version("pyarrow")}, 16)
         return cache_root(self.cache_dir) / "fingerprints" / f"{folder.name}-{identity}"
 
     def task_features(self, name: str, cfg: FinetuneConfig) -> TaskFeatures:

@@ -21,9 +21,7 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import datasets
+from typing import TYPE_CHECKING, Any
 
 from pe_lib.data import corpus as corpus_module
 from pe_lib.data.builders import BUILDERS, SPLITS, Built
@@ -33,6 +31,9 @@ from pe_lib.data.hub import check_source_choice, hub_or_packaged, load_hub_datas
 from pe_lib.data.sources import SourceUnavailable, get_source
 from pe_lib.errors import InputError
 from pe_lib.io import manifested_dir, verified
+
+if TYPE_CHECKING:  # datasets is imported where rows become datasets: a dry run, which reads none, skips it
+    import datasets
 
 #: bump when any builder changes its output: part of every prepared task key
 BUILD_VERSION = 1
@@ -149,19 +150,25 @@ TASKS: dict[str, TaskSpec] = {
 _HUB_TEXT = {"cola": ("sentence", None), "sst2": ("sentence", None), "mrpc": ("sentence1", "sentence2"),
              "stsb": ("sentence1", "sentence2"), "qnli": ("question", "sentence"), "rte": ("sentence1", "sentence2"),
              "paws": ("sentence1", "sentence2")}
-SQUAD_FEATURES = datasets.Features({
-    "id": datasets.Value("string"), "title": datasets.Value("string"), "context": datasets.Value("string"),
-    "question": datasets.Value("string"),
-    "answers": {"text": datasets.List(datasets.Value("string")), "answer_start": datasets.List(datasets.Value("int32"))},
-})
+def squad_features() -> datasets.Features:
+    """The canonical features of a span task (SQuAD's)."""
+    import datasets
+
+    return datasets.Features({
+        "id": datasets.Value("string"), "title": datasets.Value("string"), "context": datasets.Value("string"),
+        "question": datasets.Value("string"),
+        "answers": {"text": datasets.List(datasets.Value("string")), "answer_start": datasets.List(datasets.Value("int32"))},
+    })
 
 
 def features_for(meta: TaskMeta, paired: bool) -> datasets.Features:
     """The canonical features of a task (``paired``: whether it has ``sentence2``). Class labels
     are a ``ClassLabel`` named as GLUE names them, so tables and pipelines show "positive", not
     ``LABEL_1``; the stored values (0 .. n-1) and the order of the examples are those of plain ints."""
+    import datasets
+
     if meta.kind == "span":
-        return SQUAD_FEATURES
+        return squad_features()
     columns = {"sentence1": datasets.Value("string")}
     if paired:
         columns["sentence2"] = datasets.Value("string")
@@ -200,6 +207,8 @@ def get_task(name: str) -> TaskSpec:
 
 def convert_glue(raw: datasets.DatasetDict, spec: TaskSpec, seed: int = TASK_SEED) -> datasets.DatasetDict:
     """Hub GLUE (or PAWS) splits -> canonical columns; validation carved from train, test = hub validation."""
+    import datasets
+
     first, second = _HUB_TEXT[spec.meta.name]
     features = features_for(spec.meta, paired=second is not None)
 
@@ -215,7 +224,10 @@ def convert_glue(raw: datasets.DatasetDict, spec: TaskSpec, seed: int = TASK_SEE
 
 def convert_squad(raw: datasets.DatasetDict, seed: int = TASK_SEED) -> datasets.DatasetDict:
     """Hub SQuAD splits -> canonical features; validation = a seeded tenth of train's articles."""
-    train = raw["train"].select_columns(list(SQUAD_FEATURES)).cast(SQUAD_FEATURES)
+    import datasets
+
+    features = squad_features()
+    train = raw["train"].select_columns(list(features)).cast(features)
     titles = sorted(set(train["title"]))
     random.Random(seed).shuffle(titles)
     dev_titles = set(titles[:max(1, round(len(titles) * HUB_DEV_FRACTION))])
@@ -223,7 +235,7 @@ def convert_squad(raw: datasets.DatasetDict, seed: int = TASK_SEED) -> datasets.
     return datasets.DatasetDict(
         train=train.select([i for i, d in enumerate(in_dev) if not d]).shuffle(seed=seed),
         validation=train.select([i for i, d in enumerate(in_dev) if d]),
-        test=raw["validation"].select_columns(list(SQUAD_FEATURES)).cast(SQUAD_FEATURES))
+        test=raw["validation"].select_columns(list(features)).cast(features))
 
 
 def convert_hub(raw: datasets.DatasetDict, spec: TaskSpec, seed: int = TASK_SEED) -> datasets.DatasetDict:
@@ -271,6 +283,8 @@ def prepare_task(name: str, cache_dir: str | os.PathLike[str] | None = None, see
 
 
 def _as_datasets(meta: TaskMeta, rows: dict[str, list[dict[str, Any]]]) -> datasets.DatasetDict:
+    import datasets
+
     paired = any("sentence2" in r for r in rows["train"][:1])
     features = features_for(meta, paired)
     return datasets.DatasetDict({s: datasets.Dataset.from_list(rows[s], features=features) for s in SPLITS})
@@ -342,6 +356,8 @@ def packaged_card(spec: TaskSpec, built: Built, splits: datasets.DatasetDict, se
 def _cap_train(splits: datasets.DatasetDict, max_train: int | None) -> datasets.DatasetDict:
     if max_train is None or len(splits["train"]) <= max_train:
         return splits
+    import datasets
+
     return datasets.DatasetDict(train=splits["train"].select(range(max_train)), validation=splits["validation"],
                                 test=splits["test"])
 

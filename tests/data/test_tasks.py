@@ -11,7 +11,7 @@ import pytest
 
 from pe_lib.data import tasks as tasks_module
 from pe_lib.data.sources import SourceUnavailable, get_source
-from pe_lib.data.tasks import SQUAD_FEATURES, TASKS, features_for, load_task, prepare_task
+from pe_lib.data.tasks import TASKS, features_for, load_task, prepare_task, squad_features
 
 GLUE_COLUMNS = {"cola": ("sentence",), "sst2": ("sentence",), "mrpc": ("sentence1", "sentence2"),
                 "stsb": ("sentence1", "sentence2"), "qnli": ("question", "sentence"), "rte": ("sentence1", "sentence2")}
@@ -85,7 +85,7 @@ def test_hub_glue_conversion(hub: list[tuple[str, str | None]], tmp_path: Path, 
 @pytest.mark.parametrize("name", ["squad", "squad_v2"])
 def test_hub_squad_conversion(hub: list[tuple[str, str | None]], tmp_path: Path, name: str) -> None:
     task = load_task(name, source="hub", cache_dir=tmp_path, max_train=None)
-    assert all(task.splits[s].features == SQUAD_FEATURES for s in ("train", "validation", "test"))
+    assert all(task.splits[s].features == squad_features() for s in ("train", "validation", "test"))
     train_titles, dev_titles = set(task.splits["train"]["title"]), set(task.splits["validation"]["title"])
     assert dev_titles and not train_titles & dev_titles  # validation is carved out by article
     assert len(task.splits["test"]) == 12
