@@ -522,14 +522,14 @@ plt.close(fig)
 # direction. An effect *flips* when its intervals at the smallest and the largest budget exclude
 # zero on opposite sides; else it *grows* or *shrinks* when the slope's interval excludes zero and
 # the effect is larger or smaller in size at the largest budget; else no trend is detected, and
-# "detectable slope" is the slope that would have been seen with 80% power. Budgets are treated as
+# "detectable" is the slope that would have been seen with 80% power. Budgets are treated as
 # independent, which overstates the slope's error (snapshots of one run share its pretraining
 # noise). Every number holds for the small models of this chapter at the budgets above, far below
 # the paper's BERT-base.
 
 # %% tags=["hide-input"]
 if trended is not None:
-    display(trended.claims.drop(columns=["claim", "comparisons"])
-            .style.format({"first": "{:+.1f}", "last": "{:+.1f}", "slope": "{:+.2f}", "slope low": "{:+.2f}",
-                           "slope high": "{:+.2f}", "detectable slope": "{:.2f}"}, na_rep="—")
+    shown = common.with_intervals(trended.claims.drop(columns=["claim", "comparisons"]), "slope low", "slope high")
+    display(shown.rename(columns={"detectable slope": "detectable"})
+            .style.format({"first": "{:+.1f}", "last": "{:+.1f}", "slope": "{:+.2f}", "detectable": "{:.2f}"}, na_rep="—")
             .hide(axis="index").set_table_attributes('class="dataframe"'))
