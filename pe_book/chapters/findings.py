@@ -300,9 +300,10 @@ def needs_text(table: pd.DataFrame, gpu: Profile) -> str:
     if unknown:
         parts.append(f"{unknown} because no variant has two pretraining seeds")
     if len(seeds):
-        parts.append(f"{len(seeds)} would be decided with {seeds.min():.0f} to {seeds.max():.0f} pretraining seeds a "
-                     f"variant if their observed differences were true; the gpu profile's {most} pretraining seeds "
-                     f"would be enough for {within} of them at this run's variance")
+        span = f"{seeds.min():.0f}" if seeds.min() == seeds.max() else f"{seeds.min():.0f} to {seeds.max():.0f}"
+        parts.append(f"{len(seeds)} would be decided with {span} pretraining seeds a variant if their observed "
+                     f"differences were true; the gpu profile's {most} pretraining seeds would be enough for "
+                     f"{within} of them at this run's variance")
     return "; ".join(parts)
 
 

@@ -180,6 +180,7 @@ def test_needs_separates_what_no_model_learned_from_seeds():
     assert text.startswith("3 claims about scores are not decided") and "1 because no model beats the order-free baselines" in text
     assert "the gpu profile's (hidden size 768, 12 layers, 13.1 billion tokens a model)" in text
     assert "would be enough for 0 of them" in text  # 12 seeds against the gpu profile's 3
+    assert "1 would be decided with 12 pretraining seeds a variant" in text  # one number, not "12 to 12"
 
 
 def _two_variants(variants: tuple[str, str], levels: dict[str, tuple[float, float]]) -> pd.DataFrame:
