@@ -46,8 +46,7 @@ caught; any other error propagates.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -61,9 +60,6 @@ from pe_lib.training.pretrain import (
     mask_tokens,
     step_seed,
 )
-
-if TYPE_CHECKING:  # pandas is imported by the table functions alone (a dry run imports this module)
-    import pandas as pd
 
 OK, CANNOT_RUN = "ok", "cannot run"
 MASK_PURPOSE = 3  # step_seed purpose of the extrapolation masks (pretraining: 0 train, 1 dropout, 2 eval)
@@ -188,96 +184,3 @@ def length_extrapolation(model, data: MLMData, lengths: Sequence[int], tokens: i
     return {"records": records, "train_length": train_length, "bucket": bucket, "reference_length": int(lengths[0]),
             "stream_tokens": len(stream), "scored_tokens": int((labels != -100).sum()),
             "precision": "bf16" if bf16 else "fp32"}
-
-
-# ----------------------------------------------------------------------------- tables for the book
-
-
-def _label(multiplier: float) -> str:
-    return f"{multiplier:g}x"
-
-
-def loss_table(payloads: Mapping[str, Mapping]) -> pd.DataFrame:
-    """Rows: variants; columns ``(quantity, "Nx")`` for quantity ``loss`` and ``perplexity``, NaN
-    where the variant cannot run at that length (see :func:`cannot_run`)."""
-    import pandas as pd
-
-    rows = {}
-    for variant, payload in payloads.items():
-        row = {}
-        for r in payload["records"]:
-            ok = r["status"] == OK
-            row[("loss", _label(r["multiplier"]))] = r["loss"] if ok else math.nan
-            row[("perplexity", _label(r["multiplier"]))] = r["perplexity"] if ok else math.nan
-        rows[variant] = row
-    table = pd.DataFrame.from_dict(rows, orient="index")
-    table.columns = pd.MultiIndex.from_tuples(table.columns)
-    return table.rename_axis("variant")
-
-
-def cannot_run(payloads: Mapping[str, Mapping]) -> pd.DataFrame:
-    """Every (variant, length) that cannot run, with the reason."""
-    import pandas as pd
-
-    rows = [{"variant": v, "length": r["length"], "multiplier": _label(r["multiplier"]), "reason": r["reason"]}
-            for v, payload in payloads.items() for r in payload["records"] if r["status"] == CANNOT_RUN]
-    return pd.DataFrame(rows, columns=["variant", "length", "multiplier", "reason"])
-
-
-def degradation(table: pd.DataFrame, low: str = "1x", high: str | None = None) -> pd.Series:
-    """``loss(high) - loss(low)`` per variant from :func:`loss_table` (``high``: the longest
-    length), smallest first; variants that cannot run at either length are left out."""
-    losses = table["loss"]
-    high = high or losses.columns[-1]
-    return (losses[high] - losses[low]).dropna().sort_values(kind="stable").rename(f"loss {high} - loss {low}")
-
-
-def _at(payload: Mapping, multiplier: float | None) -> Mapping | None:
-    """The record of ``payload`` at ``multiplier`` (default: the longest), if the variant ran there."""
-    records = payload["records"]
-    target = multiplier if multiplier is not None else max(r["multiplier"] for r in records)
-    return next((r for r in records if r["multiplier"] == target and r["status"] == OK), None)
-
-
-BUCKET_COLUMNS = ["variant", "length", "multiplier", "start", "end", "centre", "loss", "se", "change", "change_se",
-                  "count"]
-
-
-def bucket_frame(payloads: Mapping[str, Mapping], multiplier: float | None = None) -> pd.DataFrame:
-    """Long table of the loss by position bucket at ``multiplier`` (default: the longest of each
-    payload), with its paired change against the same tokens at the reference length: columns
-    :data:`BUCKET_COLUMNS`. Variants that cannot run there are left out, as are empty buckets."""
-    import pandas as pd
-
-    rows = []
-    for variant, payload in payloads.items():
-        r = _at(payload, multiplier)
-        if r is None:
-            continue
-        rows += [{"variant": variant, "length": r["length"], "multiplier": _label(r["multiplier"]),
-                  "start": b["start"], "end": b["end"], "centre": (b["start"] + b["end"] - 1) / 2, "loss": b["loss"],
-                  "se": b["se"], "change": b.get("change", math.nan), "change_se": b.get("change_se", math.nan),
-                  "count": b["count"]} for b in r["buckets"] if b["count"]]
-    return pd.DataFrame(rows, columns=BUCKET_COLUMNS)
-
-
-INSIDE_BEYOND_COLUMNS = ["loss inside", "loss beyond", "change inside", "change beyond", "change beyond se"]
-
-
-def inside_beyond(payloads: Mapping[str, Mapping], multiplier: float | None = None) -> pd.DataFrame:
-    """At ``multiplier`` (default: the longest of each payload), the loss of the tokens at positions
-    inside the pretraining length and beyond it, and the change of each group against the same
-    tokens at the reference length (with the standard error of the change beyond); rows: the
-    variants that ran there with tokens beyond the pretraining length."""
-    import pandas as pd
-
-    rows = {}
-    for variant, payload in payloads.items():
-        r = _at(payload, multiplier)
-        if r is None or r["beyond"] is None:
-            continue
-        inside, beyond = r["inside"], r["beyond"]
-        rows[variant] = dict(zip(INSIDE_BEYOND_COLUMNS, (
-            inside["loss"], beyond["loss"], inside.get("change", math.nan), beyond.get("change", math.nan),
-            beyond.get("change_se", math.nan))))
-    return pd.DataFrame.from_dict(rows, orient="index", columns=INSIDE_BEYOND_COLUMNS).rename_axis("variant")

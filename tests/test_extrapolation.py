@@ -9,12 +9,7 @@ from pe_lib import PEBertForMaskedLM
 from pe_lib.extrapolation import (
     CANNOT_RUN,
     OK,
-    bucket_frame,
-    cannot_run,
-    degradation,
-    inside_beyond,
     length_extrapolation,
-    loss_table,
     mask_stream,
     scored_prefix,
 )
@@ -172,28 +167,3 @@ def test_bad_inputs_are_one_line_errors(make_config):
         length_extrapolation(model, data, [2, 8], tokens=40)
     with pytest.raises(ValueError, match="lengths must be"):
         length_extrapolation(model, data, [], tokens=40)
-
-
-def test_book_tables_show_cannot_run_and_leave_it_out_of_rankings(make_config):
-    data = make_data(400)
-    payloads = {v: length_extrapolation(make_model(make_config, v, max_position_embeddings=24), data, [8, 16, 32],
-                                        tokens=400) for v in ("ape-learned", "alibi")}
-    table = loss_table(payloads)
-    assert list(table.columns) == [("loss", "1x"), ("perplexity", "1x"), ("loss", "2x"), ("perplexity", "2x"),
-                                   ("loss", "4x"), ("perplexity", "4x")]
-    assert math.isnan(table.loc["ape-learned", ("loss", "4x")]) and math.isfinite(table.loc["alibi", ("loss", "4x")])
-    reasons = cannot_run(payloads)
-    assert reasons[["variant", "length", "multiplier"]].values.tolist() == [["ape-learned", 32, "4x"]]
-    assert list(degradation(table).index) == ["alibi"]
-    assert degradation(table, high="2x").index.tolist() == sorted(payloads, key=lambda v: (
-        table.loc[v, ("loss", "2x")] - table.loc[v, ("loss", "1x")]))
-    buckets = bucket_frame(payloads)
-    assert set(buckets["variant"]) == {"alibi"} and set(buckets["length"]) == {32}
-    assert set(bucket_frame(payloads, multiplier=2)["variant"]) == {"ape-learned", "alibi"}
-    split = inside_beyond(payloads)
-    assert list(split.index) == ["alibi"]
-    record = payloads["alibi"]["records"][2]
-    assert split.loc["alibi"].tolist() == [record["inside"]["loss"], record["beyond"]["loss"], record["inside"]["change"],
-                                           record["beyond"]["change"], record["beyond"]["change_se"]]
-    assert record["change"] == pytest.approx(record["loss"] - payloads["alibi"]["records"][0]["loss"])
-    assert inside_beyond(payloads, multiplier=1).empty, "at 1x nothing lies beyond the pretraining length"

@@ -3,7 +3,7 @@ its pretraining length, per length and per position in the input."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -24,6 +24,93 @@ def family(variant: str) -> str:
     if parsed.absolute is not None:
         return FAMILIES[2]
     return FAMILIES[1] if parsed.has_offset_table else FAMILIES[3]
+
+
+# ----------------------------------------------------------------------------- tables of the payloads
+# (the records of pe_lib.extrapolation.length_extrapolation, one payload per variant)
+
+
+def _label(multiplier: float) -> str:
+    return f"{multiplier:g}x"
+
+
+def loss_table(payloads: Mapping[str, Mapping]) -> pd.DataFrame:
+    """Rows: variants; columns ``(quantity, "Nx")`` for quantity ``loss`` and ``perplexity``, NaN
+    where the variant cannot run at that length (see :func:`cannot_run`)."""
+    rows = {}
+    for variant, payload in payloads.items():
+        row = {}
+        for r in payload["records"]:
+            ok = r["status"] == extrapolation.OK
+            row[("loss", _label(r["multiplier"]))] = r["loss"] if ok else math.nan
+            row[("perplexity", _label(r["multiplier"]))] = r["perplexity"] if ok else math.nan
+        rows[variant] = row
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.columns = pd.MultiIndex.from_tuples(table.columns)
+    return table.rename_axis("variant")
+
+
+def cannot_run(payloads: Mapping[str, Mapping]) -> pd.DataFrame:
+    """Every (variant, length) that cannot run, with the reason."""
+    rows = [{"variant": v, "length": r["length"], "multiplier": _label(r["multiplier"]), "reason": r["reason"]}
+            for v, payload in payloads.items() for r in payload["records"] if r["status"] == extrapolation.CANNOT_RUN]
+    return pd.DataFrame(rows, columns=["variant", "length", "multiplier", "reason"])
+
+
+def degradation(table: pd.DataFrame, low: str = "1x", high: str | None = None) -> pd.Series:
+    """``loss(high) - loss(low)`` per variant from :func:`loss_table` (``high``: the longest
+    length), smallest first; variants that cannot run at either length are left out."""
+    losses = table["loss"]
+    high = high or losses.columns[-1]
+    return (losses[high] - losses[low]).dropna().sort_values(kind="stable").rename(f"loss {high} - loss {low}")
+
+
+def _at(payload: Mapping, multiplier: float | None) -> Mapping | None:
+    """The record of ``payload`` at ``multiplier`` (default: the longest), if the variant ran there."""
+    records = payload["records"]
+    target = multiplier if multiplier is not None else max(r["multiplier"] for r in records)
+    return next((r for r in records if r["multiplier"] == target and r["status"] == extrapolation.OK), None)
+
+
+BUCKET_COLUMNS = ["variant", "length", "multiplier", "start", "end", "centre", "loss", "se", "change", "change_se",
+                  "count"]
+
+
+def bucket_frame(payloads: Mapping[str, Mapping], multiplier: float | None = None) -> pd.DataFrame:
+    """Long table of the loss by position bucket at ``multiplier`` (default: the longest of each
+    payload), with its paired change against the same tokens at the reference length: columns
+    :data:`BUCKET_COLUMNS`. Variants that cannot run there are left out, as are empty buckets."""
+    rows = []
+    for variant, payload in payloads.items():
+        r = _at(payload, multiplier)
+        if r is None:
+            continue
+        rows += [{"variant": variant, "length": r["length"], "multiplier": _label(r["multiplier"]),
+                  "start": b["start"], "end": b["end"], "centre": (b["start"] + b["end"] - 1) / 2, "loss": b["loss"],
+                  "se": b["se"], "change": b.get("change", math.nan), "change_se": b.get("change_se", math.nan),
+                  "count": b["count"]} for b in r["buckets"] if b["count"]]
+    return pd.DataFrame(rows, columns=BUCKET_COLUMNS)
+
+
+INSIDE_BEYOND_COLUMNS = ["loss inside", "loss beyond", "change inside", "change beyond", "change beyond se"]
+
+
+def inside_beyond(payloads: Mapping[str, Mapping], multiplier: float | None = None) -> pd.DataFrame:
+    """At ``multiplier`` (default: the longest of each payload), the loss of the tokens at positions
+    inside the pretraining length and beyond it, and the change of each group against the same
+    tokens at the reference length (with the standard error of the change beyond); rows: the
+    variants that ran there with tokens beyond the pretraining length."""
+    rows = {}
+    for variant, payload in payloads.items():
+        r = _at(payload, multiplier)
+        if r is None or r["beyond"] is None:
+            continue
+        inside, beyond = r["inside"], r["beyond"]
+        rows[variant] = dict(zip(INSIDE_BEYOND_COLUMNS, (
+            inside["loss"], beyond["loss"], inside.get("change", math.nan), beyond.get("change", math.nan),
+            beyond.get("change_se", math.nan))))
+    return pd.DataFrame.from_dict(rows, orient="index", columns=INSIDE_BEYOND_COLUMNS).rename_axis("variant")
+
 
 
 @dataclass
@@ -72,14 +159,14 @@ def compute(runner, variants: Sequence[str] = ()) -> LengthExtrapolation:
     artifacts = {name: runner.ensure_extrapolation(name) for name in names}
     payloads = {name: a.payload for name, a in artifacts.items()}
     first = next(iter(payloads.values()))
-    table = extrapolation.loss_table(payloads)
+    table = loss_table(payloads)
     multipliers = list(table["loss"].columns)
     if "1x" not in multipliers:
         raise ValueError(f"this chapter compares with the pretraining length: the profile's extrapolation_multipliers "
                          f"must include 1, got {multipliers}")
-    result = LengthExtrapolation(names, first["train_length"], table, extrapolation.degradation(table),
-                                 extrapolation.cannot_run(payloads), extrapolation.bucket_frame(payloads),
-                                 extrapolation.inside_beyond(payloads), {})
+    result = LengthExtrapolation(names, first["train_length"], table, degradation(table),
+                                 cannot_run(payloads), bucket_frame(payloads),
+                                 inside_beyond(payloads), {})
     lengths = [r["length"] for r in first["records"]]
     result.cited = {
         "n_variants": len(names), "train_length": first["train_length"],
@@ -101,7 +188,7 @@ def _seed_spread(runner, names: Sequence[str]) -> dict:
     chapter shows seed 0): the largest spread, its variant and length, and how many variants have
     several seeds."""
     widest = common.largest_spread(common.seed_spread(common.over_pretraining_seeds(
-        runner.profile, names, lambda v, p: extrapolation.loss_table(
+        runner.profile, names, lambda v, p: loss_table(
             {v: runner.ensure_extrapolation(v, p).payload})["loss"].loc[v].to_dict())))
     return {"seed_variants": widest["variants"], "seed_spread_max": widest["value"],
             "seed_spread_variant": widest["variant"], "seed_spread_length": widest["column"]}
