@@ -220,9 +220,10 @@ def claim_trends(claim_list: Sequence[claims.Claim], per_budget: Mapping[int, pd
 
 
 def compute(runner: Runner, reference: Runner | None = None, alpha: float = stats.ALPHA) -> Trend:
-    """The trend of the key effects (per task and group of several tasks) from what ``runner``'s store holds (and ``reference``'s, for
-    the models both hold under one key), each run's variance borrowed from ``reference``'s
-    stored runs at its budget; familywise level ``alpha`` per claim, pointwise in the figure."""
+    """The trend of the key effects (per task and group of several tasks) from what ``runner``'s
+    store holds (and ``reference``'s, for the models both hold under one key), each run's variance
+    borrowed from ``reference``'s stored runs at its budget; familywise level ``alpha`` per claim,
+    pointwise in the figure."""
     variants = [v for pair in KEY_EFFECTS for v in pair if v in runner.profile.variants]
     variants = list(dict.fromkeys(variants))
     specs = {t: get_task(t) for t in runner.profile.tasks}
