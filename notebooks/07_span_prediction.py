@@ -46,7 +46,7 @@ notebook.record_names(globals())
 profile: str = "smoke"  # results profile (smoke, cpu or gpu)
 variants: list[str] = []  # position embeddings to show; empty: the profile's
 results: str = "results"  # folder of the artifact store
-tasks: list[str] = []  # span tasks (squad, squad_v2); empty: the profile's
+tasks: list[str] = []  # span tasks (squad, squad_v2, cloze, cloze_v2); empty: the profile's
 seeds: list[int] = []  # fine-tuning seeds; empty: the profile's
 split: str = "test"  # split whose scores are shown: test or validation
 
