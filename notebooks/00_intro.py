@@ -99,7 +99,7 @@ plt.close(fig)
 #
 # Chapter 1 and the first sections of chapter 2 need no training (chapter 2's last section reads the
 # profile's pretrained models). Chapters 3 to 8 read the artifacts of one *profile*
-# (`results/<profile>/`: pretrained models' curves, analyses of their position embeddings,
+# (a folder of `results/`: pretrained models' curves, analyses of their position embeddings,
 # fine-tuning scores, each with its provenance), which `pe-book run --profile P` computes and
 # `pe-book book` computes first when they are missing: pretraining ({ref}`pretraining`), the dot
 # products of the paper's figure ({ref}`dot-products`), identical-word probing ({ref}`probing`),
@@ -111,7 +111,7 @@ plt.close(fig)
 # ```bash
 # make book                        # = pe-book book --profile cpu --stored-only (the committed results)
 # make book PROFILE=smoke          # = pe-book book --profile smoke (computes its tiny results first)
-# .venv/bin/pe-book book --profile cpu                 # computes whatever results/cpu/ lacks first
+# .venv/bin/pe-book book --profile cpu                 # computes whatever the cpu results lack first
 # .venv/bin/pe-book book --only 02_sinusoid --no-html
 # ```
 #
@@ -120,7 +120,7 @@ plt.close(fig)
 # (open `book/_build/html/index.html`). The build needs no internet connection; a notebook that
 # fails stops it with one line naming the notebook and the cell. The profile chooses the notebooks'
 # parameter values: `cpu` (the reproduction, and this book, read from the committed
-# `results/cpu/`; computing them anew takes many hours on two cores, and
+# `results/cpu-next/`, the folder the run was computed in; computing them anew takes many hours on two cores, and
 # {ref}`the scale chapter <scale>` keeps the account) or `smoke` (the notebooks' own defaults; tiny
 # models whose results only show that the pipeline runs, minutes in all). `make check-book` opens
 # every page in a headless browser and checks figures, mathematics, links, raw values and widths.

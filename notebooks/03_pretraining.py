@@ -44,7 +44,7 @@ notebook.record_names(globals())
 # %% [markdown]
 # ## Parameters
 #
-# `profile` chooses the artifacts (`results/<profile>/`); `variants` restricts the chapter to some
+# `profile` chooses the artifacts (its folder of `results/`); `variants` restricts the chapter to some
 # position embeddings (empty: all of the profile's). Rerun with, e.g.,
 # `papermill book/03_pretraining.ipynb out.ipynb -p profile cpu`.
 
@@ -78,7 +78,7 @@ common.data_used(params, runner)
 # {glue:text}`git_commit`) the models processed
 # {glue:text}`setup_tokens_per_s:,.0f` tokens per second on average, and pretraining took
 # {glue:text}`setup_wall_min:.1f` minutes in all. The table lists these values; the full
-# configuration and provenance of each number are in its artifact (`results/<profile>/`).
+# configuration and provenance of each number are in its artifact (in the profile's folder of `results/`).
 
 # %% tags=["hide-input"]
 result.setup_table()

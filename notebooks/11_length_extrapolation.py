@@ -59,7 +59,7 @@ notebook.record_names(globals())
 # %% [markdown]
 # ## Parameters
 #
-# `profile` chooses the artifacts (`results/<profile>/`); `variants` restricts the chapter to some
+# `profile` chooses the artifacts (its folder of `results/`); `variants` restricts the chapter to some
 # position embeddings (empty: all of the profile's). The lengths and the number of validation
 # tokens are fields of the profile (`extrapolation_multipliers`, `extrapolation_tokens`).
 

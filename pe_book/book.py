@@ -54,12 +54,12 @@ BOOK_PROFILES: dict[str, dict[str, dict[str, Any]]] = {
         "05_probing": {"profile": "cpu"},
         "06_classification": {"profile": "cpu"},
         "07_span_prediction": {"profile": "cpu"},
-        "08_findings": {"profile": "cpu", "trend_profile": "trend", "trend_reference": "cpu-next"},
+        "08_findings": {"profile": "cpu", "trend_profile": "trend", "trend_reference": "cpu"},
         "09_performance": {},
         "10_real_models": {"profile": "cpu"},
         "11_length_extrapolation": {"profile": "cpu"},
         "12_cls_untying": {"profile": "cpu"},
-        "13_scale": {"profile": "scale", "trend_profile": "trend", "trend_reference": "cpu-next"},
+        "13_scale": {"profile": "scale", "trend_profile": "trend", "trend_reference": "cpu"},
     },
 }
 

@@ -19,12 +19,16 @@ if [[ ${1:-} == --tail ]]; then with_tail=1; shift; fi
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
 end=$(( $(date +%s) + seconds ))
 
+# commit: the artifacts written so far, in the profile's folder of results/ (its name, unless the
+# profile keeps the folder it was computed in under another name: Profile.folder).
 commit() {
-    git add -A "results/$profile" 2>/dev/null || return 0
-    git diff --cached --quiet -- "results/$profile" && return 0
-    local n; n=$(git ls-files "results/$profile" | grep -c '/artifact.json$')
-    git commit -q -m "results/$profile: $n artifacts (chunk of pe-book run --profile $profile)" -- "results/$profile" \
-        && echo "committed results/$profile ($n artifacts)"
+    git add -A results 2>/dev/null || return 0
+    git diff --cached --quiet -- results && return 0
+    local folder n
+    folder=$(git diff --cached --name-only -- results | cut -d/ -f2 | sort -u | paste -sd, -)
+    n=$(git ls-files "results/${folder%%,*}" | grep -c '/artifact.json$')
+    git commit -q -m "results/$folder: $n artifacts (chunk of pe-book run --profile $profile)" -- results \
+        && echo "committed results/$folder ($n artifacts)"
 }
 
 # run_until ARGS...: pe-book run ARGS until the chunk's end, committing every 10 minutes.

@@ -10,7 +10,7 @@ import pytest
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "run_in_chunks.sh"
 STUB = """#!/usr/bin/env bash
 echo "$*" >> "$(dirname "$0")/calls.txt"
-mkdir -p results/cpu/none/x && echo "{}" > results/cpu/none/x/artifact.json
+mkdir -p results/{folder}/none/x && echo "{}" > results/{folder}/none/x/artifact.json
 exit {status}
 """
 
@@ -28,9 +28,9 @@ def repo(tmp_path):
     return tmp_path
 
 
-def chunk(repo: Path, *args: str, status: int = 0) -> tuple[int, list[str], str]:
+def chunk(repo: Path, *args: str, status: int = 0, folder: str = "cpu") -> tuple[int, list[str], str]:
     stub = repo / ".venv" / "bin" / "pe-book"
-    stub.write_text(STUB.replace("{status}", str(status)))
+    stub.write_text(STUB.replace("{status}", str(status)).replace("{folder}", folder))
     stub.chmod(0o755)
     env = {**os.environ, "CHUNK_POLL_SECONDS": "1", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
@@ -60,3 +60,12 @@ def test_no_tail_after_a_failed_run_or_in_the_last_minutes(repo):
     (repo / ".venv" / "bin" / "calls.txt").unlink()
     status, calls, _ = chunk(repo, "200", "--tail")
     assert status == 0 and len(calls) == 1, "under 5 minutes left: no tail"
+
+
+def test_a_profile_that_keeps_another_folder_has_that_folder_committed(repo):
+    """The published cpu profile keeps the folder it was computed in (Profile.folder): its chunk
+    commits what the run wrote there, and says so."""
+    status, _, out = chunk(repo, "900", folder="cpu-next")
+    assert status == 0 and "committed results/cpu-next (1 artifacts)" in out
+    log = subprocess.run(["git", "log", "--format=%s", "-1"], cwd=repo, capture_output=True, text=True).stdout
+    assert log.strip() == "results/cpu-next: 1 artifacts (chunk of pe-book run --profile cpu)"

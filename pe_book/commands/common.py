@@ -7,7 +7,7 @@ import os
 
 from pe_lib.errors import InputError
 
-#: The published book's profile, whose results are committed (``results/cpu``): the default of the
+#: The published book's profile, whose results are committed (``results/cpu-next``): the default of the
 #: commands that read or check those results (``book``, ``publish colab``, ``publish readme``,
 #: ``verify``). The Makefile's ``PROFILE`` repeats it (make cannot import it);
 #: ``tests/book/test_publish.py`` checks that the two agree.

@@ -45,8 +45,9 @@ def run(args) -> int:
         from pe_book.headline import check_readme, update_readme
 
         if args.check:
-            check_readme(open_runner(args.profile, args.results))
-            print(f"README.md: the headline is what results/{args.profile} gives")
+            runner = open_runner(args.profile, args.results)
+            check_readme(runner)
+            print(f"README.md: the headline is what {runner.store.root} gives")
         else:
             print(update_readme(open_runner(args.profile, args.results)))
     elif args.action == "check":

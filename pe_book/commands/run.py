@@ -120,7 +120,7 @@ def print_estimate(runner, planned, calibration: str) -> None:
     from pe_book.experiments.profiles import get_profile
     from pe_book.experiments.store import Store
 
-    store = Store(runner.store.root.parent, get_profile(calibration).name)
+    store = Store(runner.store.root.parent, get_profile(calibration).results_folder)
     if not store.artifact_folders():
         raise InputError(f"--estimate-from {calibration}: no stored artifacts in {store.root} to measure rates on")
     table = costs.estimate(runner, planned, costs.measured_rates(store))

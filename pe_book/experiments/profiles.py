@@ -5,9 +5,10 @@ branch on a profile's name.
 * ``smoke``: everything tiny; the whole pipeline (all variants, all offline tasks) in minutes on 2 cores.
 * ``scale``: the scale study: four variants pretrained to 16x the first cpu budget,
   with models kept and evaluated at 1x, 2x, 4x, 8x and 16x; it chooses the cpu profile's budget.
-* ``cpu``: the published reproduction on a 2-core CPU: the study's recipe at the budget it chose.
-* ``cpu-next``: the next published reproduction (under way): the cpu models on a task suite that
-  tests position, with more pretraining seeds.
+* ``cpu``: the published reproduction on a 2-core CPU: the study's recipe at the budget it chose,
+  on a task suite that tests position, with at least two pretraining seeds of every paper variant.
+* ``cpu-glue``: the cpu run before it (superseded by ``cpu``): the same models fine-tuned on the
+  analogues of six GLUE and SQuAD tasks, most of which need no word order.
 * ``trend``: none, ape-learned and rpe-learned kept at 1x-16x, for the scale trend of the key effects.
 * ``gpu``: BERT-base-sized, for users with accelerators (not run here).
 """
@@ -65,6 +66,11 @@ class Profile:
     #: results were computed with: they keep their keys and are read, never added to (a finished
     #: run stays publishable after the code of one of its stages moved on).
     code_versions: dict[str, int] = field(default_factory=dict)
+    #: The folder of its results, ``results/<folder>/``, and of its runs in the work folder (empty:
+    #: its name; :attr:`results_folder`). A run renamed when it is published keeps the folder it
+    #: was computed in: moving its stored weights would write them into the repository's history
+    #: a second time. A profile derived from one that names a folder names its own (or "").
+    folder: str = ""
     #: Keep each pretrained model (weights, config, tokenizer) in the store with its pretraining
     #: artifact, so that its later stages (a new task, another fine-tuning seed) never pretrain it
     #: again on another machine. Worth it for small models (about 8 MB for the cpu size).
@@ -82,6 +88,11 @@ class Profile:
     def with_seeds(self, seeds: Sequence[int]) -> Profile:
         """This profile with the fine-tuning ``seeds`` for every task (itself when ``seeds`` is empty)."""
         return self.with_overrides(seeds=tuple(seeds), seeds_by_task={}) if seeds else self
+
+    @property
+    def results_folder(self) -> str:
+        """Its folder of ``results/`` and of the work folder: :attr:`folder`, else its name."""
+        return self.folder or self.name
 
     def __post_init__(self):
         # one seed may come as an int (``--set seeds_by_task.cloze=0``)
@@ -183,18 +194,20 @@ SCALE = Profile(
     code_versions=PUBLISHED_CODE_VERSIONS,
 )
 
-#: The published reproduction: the scale study's recipe stopped at 4x (8,000 steps, 16.4M tokens),
-#: the smallest budget of the study at which its criteria (a)-(c) all hold (chapter 13). Under the
-#: anytime schedule its finished runs are the first 8,000 steps of the study's (``pe-book adopt
-#: --profile scale --from cpu`` begins the study's runs from them). Fine-tuning: the study's, on up
-#: to 10,000 training examples a sentence task and 2,000 a span task (a span fine-tuning costs
-#: about 3 sentence ones of the same size); cola, the word-order task, for 10 epochs (860 steps,
-#: about as many as the other sentence tasks' 625). Chapter 13 shows the fine-tuning screens behind
-#: these counts (studies/finetune_screen) and what the profile costs
-#: (``pe-book run --profile cpu --dry-run --estimate-from cpu``).
-CPU = Profile(
-    name="cpu",
-    description="the published reproduction on a 2-core CPU: the scale study's recipe at 4x (16.4M tokens a model)",
+#: The cpu run on the analogues of six GLUE and SQuAD tasks (superseded by :data:`CPU`, which
+#: keeps its models, recipe and budget and replaces its tasks): the scale study's recipe stopped at
+#: 4x (8,000 steps, 16.4M tokens), the smallest budget of the study at which its criteria (a)-(c)
+#: all hold (chapter 13). Under the anytime schedule its finished runs are the first 8,000 steps of
+#: the study's (``pe-book adopt --profile scale --from cpu-glue`` begins the study's runs from
+#: them). Fine-tuning: the study's, on up to 10,000 training examples a sentence task and 2,000 a
+#: span task (a span fine-tuning costs about 3 sentence ones of the same size); cola, the word-order
+#: task, for 10 epochs (860 steps, about as many as the other sentence tasks' 625). Chapter 13
+#: shows the fine-tuning screens behind these counts (studies/finetune_screen) and what the profile
+#: costs (``pe-book run --profile cpu-glue --dry-run --estimate-from cpu-glue``).
+CPU_GLUE = Profile(
+    name="cpu-glue",
+    description="the cpu run superseded by cpu: the scale study's recipe at 4x (16.4M tokens a model) "
+                "on the analogues of six GLUE and SQuAD tasks",
     model=SCALE_MODEL,
     pretrain=SCALE.pretrain.at(4 * SCALE_UNIT_STEPS),
     finetune=SCALE.finetune,
@@ -210,48 +223,51 @@ CPU = Profile(
     code_versions=PUBLISHED_CODE_VERSIONS,
 )
 
-#: Pretraining seeds of the next cpu run: every paper variant at least two, the
+#: Pretraining seeds of the cpu run: every paper variant at least two, the
 #: three the claims compare most three; the modern and untied variants one.
 PAPER_PRETRAINING_SEEDS = {v: 2 for v in PAPER_VARIANTS} | THREE_PRETRAINING_SEEDS
 
-#: The next published reproduction: the cpu profile's models and recipe, a task suite whose tasks
-#: test position, more pretraining seeds, and the pretrained models kept in the store. It runs under
-#: this name beside the published ``cpu`` results and takes that name when it is complete.
+#: The published reproduction: the cpu-glue run's models and recipe, a task suite whose tasks
+#: test position, more pretraining seeds, and the pretrained models kept in the store. It was
+#: computed as ``cpu-next`` beside cpu-glue and keeps that folder (``results/cpu-next/``).
 #: Tasks (chosen by the task screen, studies/task_screen): sst2 the order-free control; cola, cloze
 #: and cloze_v2 depend on word order by construction. The cloze tasks are fine-tuned for 5 epochs
-#: over all their examples (about 15,000); cola keeps the cpu profile's 10 epochs.
+#: over all their examples (about 15,000); cola keeps cpu-glue's 10 epochs.
 #: Fine-tuning seeds: 3 on the classification tasks, 1 on the span tasks, whose fine-tuning costs
 #: about as much as pretraining the model (studies/README.md). With one seed a pretrained model's
 #: span score still carries its fine-tuning noise, so the variance between a variant's pretraining
 #: seeds (``pe_book.stats``: tau^2 with F = 1) holds both sources, and every paper variant has at
 #: least two of them. A group column never mixes seed counts (its tasks share them).
-CPU_NEXT = Profile(
-    name="cpu-next",
-    description="the next published reproduction on a 2-core CPU: the cpu models on a task suite that tests position",
+CPU = Profile(
+    name="cpu",
+    description="the published reproduction on a 2-core CPU: the scale study's recipe at 4x (16.4M tokens a model) "
+                "on a task suite that tests position",
+    folder="cpu-next",
     model=SCALE_MODEL,
-    pretrain=CPU.pretrain,
-    finetune=CPU.finetune,
-    seq_len=CPU.seq_len,
+    pretrain=CPU_GLUE.pretrain,
+    finetune=CPU_GLUE.finetune,
+    seq_len=CPU_GLUE.seq_len,
     corpus_tokens=None,
     tasks=("sst2", "cola", "cloze", "cloze_v2"),
     seeds=(0, 1, 2),
     seeds_by_task={"cloze": (0,), "cloze_v2": (0,)},
     pretrain_seeds_by_variant=PAPER_PRETRAINING_SEEDS,
-    task_max_train=CPU.task_max_train,
+    task_max_train=CPU_GLUE.task_max_train,
     task_max_train_by_task={"cloze": None, "cloze_v2": None},
     finetune_by_task={"cola": {"epochs": 10}, "cloze": {"epochs": 5}, "cloze_v2": {"epochs": 5}},
     task_max_eval=400,
-    probe=CPU.probe,
+    probe=CPU_GLUE.probe,
     weights_in_store=True,
 )
 
-#: The scale trend of the key effects: cpu-next's recipe and tasks for the three variants the
+#: The scale trend of the key effects: the cpu run's recipe and tasks for the three variants the
 #: claims compare most, one pretraining seed and one fine-tuning seed each, kept at 1x-16x of the
-#: study's unit (4.1M tokens). Its 4x model is cpu-next's first model of the same variant (the same
-#: pretraining key: an anytime schedule's snapshot is the model of a run of that length).
+#: study's unit (4.1M tokens). Its 4x model is the cpu run's first model of the same variant (the
+#: same pretraining key: an anytime schedule's snapshot is the model of a run of that length).
 TREND = replace(
-    CPU_NEXT,
+    CPU,
     name="trend",
+    folder="",
     description="the trend of the key effects with scale: none, ape-learned and rpe-learned at 1x-16x of 4.1M tokens",
     pretrain=SCALE.pretrain,
     variants=("none", "ape-learned", "rpe-learned"),
@@ -283,7 +299,7 @@ GPU = Profile(
     extrapolation_tokens=1_048_576,
 )
 
-PROFILES: dict[str, Profile] = {p.name: p for p in (SMOKE, CPU, CPU_NEXT, SCALE, TREND, GPU)}
+PROFILES: dict[str, Profile] = {p.name: p for p in (SMOKE, CPU, CPU_GLUE, SCALE, TREND, GPU)}
 
 
 def get_profile(name: str) -> Profile:

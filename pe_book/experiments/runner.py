@@ -105,7 +105,7 @@ class Runner:
         :class:`MissingResult`."""
         self.profile = profile
         git_commit()  # pins the code's commit for the provenance of everything this run saves
-        self.store = Store(results, profile.name)
+        self.store = Store(results, profile.results_folder)
         self.cache_dir = cache_dir
         self.work = Path(work) if work is not None else cache_root(cache_dir) / "runs"
         self.progress = progress
@@ -234,7 +234,7 @@ class Runner:
     def run_dir(self, variant: str, pretrain_seed: int = 0) -> Path:
         """The run folder (checkpoints, snapshots, final model) of a variant's pretraining seed."""
         config = {**self.pretrain_config(variant, pretrain_seed), "pretrain": config_identity(self.run_pretrain_config(pretrain_seed))}
-        return self.work / self.profile.name / f"{variant}-{Store.key(config)}"
+        return self.work / self.profile.results_folder / f"{variant}-{Store.key(config)}"
 
     def model_dir(self, variant: str, pretrain_seed: int = 0, steps: int | None = None) -> Path:
         """The saved model pretrained for ``steps``: the run's final model or one of its snapshots."""

@@ -1,4 +1,5 @@
-"""The artifact store: small, committed results under ``results/<profile>/<variant>/<stage>-<key>/``.
+"""The artifact store: small, committed results under ``results/<folder>/<variant>/<stage>-<key>/``
+(a profile's folder is its name unless it names another: ``Profile.results_folder``).
 
 An artifact is a folder with ``artifact.json`` (payload + provenance), optionally ``arrays.npz``
 (fp16 matrices), and ``manifest.json`` (sha256 of both). ``key`` hashes everything that produced
@@ -114,10 +115,10 @@ class Artifact:
 
 
 class Store:
-    """Artifacts of one profile under ``root/<profile>``."""
+    """Artifacts of one profile under ``root/<folder>`` (:attr:`Profile.results_folder`)."""
 
-    def __init__(self, root: str | os.PathLike, profile: str):
-        self.root = Path(root) / profile
+    def __init__(self, root: str | os.PathLike, folder: str):
+        self.root = Path(root) / folder
 
     def lock(self):
         """Exclusive use of this profile's store by one process (re-entrant); a second run gets a clear error."""

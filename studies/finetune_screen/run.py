@@ -3,7 +3,7 @@ Fine-tunes kept models (none, ape-learned; pretraining seed 0) on sentence tasks
 recipes and writes one JSON line per run. Run from the repository root once the models exist:
 
     python studies/finetune_screen/run.py          # the scale study's 1x models -> results.jsonl
-    python studies/finetune_screen/run.py cpu      # the cpu profile's 4x models -> results-cpu.jsonl
+    python studies/finetune_screen/run.py cpu      # cpu-glue's 4x models (then the cpu profile) -> results-cpu.jsonl
     python studies/finetune_screen/run.py cpu-cola # ... on the word-order task -> results-cpu-cola.jsonl
     python studies/finetune_screen/run.py cpu-squad_v2  # ... on squad_v2 -> results-cpu-squad_v2.jsonl
 """
@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from pe_book.experiments.profiles import CPU, SCALE
+from pe_book.experiments.profiles import CPU_GLUE, SCALE
 from pe_book.experiments.runner import Runner
 from pe_lib.training.finetune import finetune
 
@@ -35,11 +35,11 @@ RECIPES = {  # name -> (FinetuneConfig overrides, task_max_train)
 #: name -> (profile, pretraining steps of the models, variants, recipes, tasks, output file)
 SCREENS = {
     "scale": (SCALE, 2000, ("none", "ape-learned"), list(RECIPES)[:5], ("sst2", "mrpc"), HERE / "results.jsonl"),
-    "cpu": (CPU, None, ("none", "ape-learned"), list(RECIPES)[5:8], ("sst2", "mrpc", "stsb"), HERE / "results-cpu.jsonl"),
+    "cpu": (CPU_GLUE, None, ("none", "ape-learned"), list(RECIPES)[5:8], ("sst2", "mrpc", "stsb"), HERE / "results-cpu.jsonl"),
     # the word-order task (cola's analogue), which a model without positions cannot solve
-    "cpu-cola": (CPU, None, ("ape-learned", "ape-sin"), list(RECIPES)[8:11], ("cola",), HERE / "results-cpu-cola.jsonl"),
+    "cpu-cola": (CPU_GLUE, None, ("ape-learned", "ape-sin"), list(RECIPES)[8:11], ("cola",), HERE / "results-cpu-cola.jsonl"),
     # SQuAD 2.0's analogue, where every variant predicts "no answer" after 2 epochs over 2,000 examples
-    "cpu-squad_v2": (CPU, None, ("ape-learned", "ape-sin"), list(RECIPES)[11:], ("squad_v2",),
+    "cpu-squad_v2": (CPU_GLUE, None, ("ape-learned", "ape-sin"), list(RECIPES)[11:], ("squad_v2",),
                      HERE / "results-cpu-squad_v2.jsonl"),
 }
 

@@ -58,7 +58,7 @@ if a.preln:
         return h + self.dropout(f), probs
     Layer.forward = preln_forward
 
-prof = get_profile("cpu")
+prof = get_profile("cpu-glue")  # its tokenizer and data (the recipe is the screen's own)
 prof = prof.with_overrides(seq_len=a.seq, tokenizer={"kind": "wordpiece", "vocab_size": a.vocab}, data_source="packaged")
 runner = Runner(prof, results="/work/scratch/recipe/results", work="/work/scratch/recipe/work", progress=False)
 t0 = time.time()

@@ -3,7 +3,7 @@
 Two steps, so that the fine-tuning can run on a machine without the data sources (or without the
 ``datasets`` package):
 
-``prepare``  (here, where the packaged sources are): loads each task as the cpu-next profile does
+``prepare``  (here, where the packaged sources are): loads each task as the cpu profile does
     (evaluation splits cut to ``--max-eval``), writes it as plain columns (``<task>.pkl``) with the
     tokenizer (``tokenizer/``) into ``--data``, and appends every baseline of each task
     (``pe_book.experiments.baselines.task_baselines``: same examples, same metric code) for each
@@ -105,7 +105,7 @@ def prepare(data: Path, out: Path, tasks: list[str], sizes: list[int], max_eval:
     from pe_book.experiments.profiles import get_profile
     from pe_lib.data import load_task, load_tokenizer
 
-    profile = get_profile("cpu-next")
+    profile = get_profile("cpu")
     data.mkdir(parents=True, exist_ok=True)
     tokenizer = load_tokenizer(**profile.tokenizer, source=profile.data_source, progress=False)
     tokenizer.save_pretrained(data / "tokenizer")
@@ -133,13 +133,13 @@ def prepare(data: Path, out: Path, tasks: list[str], sizes: list[int], max_eval:
 
 
 def export_pretraining(data: Path, variants: list[str]) -> None:
-    """The cpu-next pretraining inputs (token blocks, model and pretraining configs), for ``pretrain``."""
+    """The cpu profile's pretraining inputs (token blocks, model and pretraining configs), for ``pretrain``."""
     import numpy as np
 
     from pe_book.experiments.profiles import get_profile
     from pe_book.experiments.runner import Runner
 
-    runner = Runner(get_profile("cpu-next"), ROOT / "results", progress=False)
+    runner = Runner(get_profile("cpu"), ROOT / "results", progress=False)
     mlm = runner.mlm_data()
     assert mlm.vocab_size <= np.iinfo(np.uint16).max
     np.savez_compressed(data / "blocks.npz", train=mlm.train.astype(np.uint16), validation=mlm.validation.astype(np.uint16))
@@ -150,7 +150,7 @@ def export_pretraining(data: Path, variants: list[str]) -> None:
 
 
 def pretrain_here(data: Path, variant: str, out_dir: Path, steps: int | None) -> None:
-    """Pretrain ``variant`` with the exported cpu-next recipe (checkpoints only at the end: they do
+    """Pretrain ``variant`` with the exported cpu recipe (checkpoints only at the end: they do
     not change what is trained)."""
     import numpy as np
 

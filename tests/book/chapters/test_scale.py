@@ -81,8 +81,8 @@ def test_the_recipe_screen_is_read_from_its_committed_files():
 
 
 def test_the_cpu_profile_departs_from_the_study_in_cola_epochs_only():
-    from pe_book.experiments.profiles import CPU, SCALE
-    assert scale.recipe_departures(SCALE, CPU) == scale.Departures(finetuning={"cola": [scale.Change("epochs", 10, 2)]})
+    from pe_book.experiments.profiles import CPU_GLUE, SCALE
+    assert scale.recipe_departures(SCALE, CPU_GLUE) == scale.Departures(finetuning={"cola": [scale.Change("epochs", 10, 2)]})
     assert scale.recipe_departures(SCALE, SCALE) == scale.Departures(), "the study's own recipe departs in nothing"
 
 
