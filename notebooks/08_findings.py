@@ -65,7 +65,7 @@ split: str = "test"  # split whose scores are used: test or validation
 layer: int = 0  # probed layer whose indicators are correlated with the scores
 alpha: float = 0.05  # significance level of the verdicts (familywise per claim) and of the correlations
 trend_profile: str = ""  # the runs of the key effects' trend with scale ("trend"); empty: not in this book
-trend_reference: str = ""  # the profile whose seeds lend each trend run its variance ("cpu-next")
+trend_reference: str = ""  # the profile whose seeds lend each trend run its variance ("cpu")
 
 # %% tags=["hide-input"]
 params = notebook.check_notebook_parameters(globals())
@@ -242,7 +242,7 @@ plt.close(fig)
 # claims on all testable columns are one family), *contradicted* when it has the other sign
 # with a corrected $p <$ {glue:text}`alpha`, and *not decidable* otherwise.
 #
-# The variance components behind the tests, per column (percentage points squared): the pooled
+# The variance components behind the tests, a column per score column (percentage points squared): the pooled
 # between-pretraining-seed mean square ("between", with its df), its floor (the pooled fine-tuning
 # variance over the fine-tuning seeds a model has), $\tau^2$ (the larger of the two), the
 # fine-tuning and pretraining components, the standard deviation of a single
@@ -250,10 +250,7 @@ plt.close(fig)
 # variants, and the range of the variants' own fine-tuning variances:
 
 # %% tags=["hide-input", "hide-output"]
-(result.variance.style.format({"between": "{:.2f}", "floor": "{:.2f}", "tau2": "{:.2f}", "fine-tuning": "{:.2f}",
-                              "pretraining": "{:.2f}", "sd of one run": "{:.2f}",
-                              "equal fine-tuning (Bartlett p)": "{:.3f}"}, na_rep="unknown")
- .set_table_attributes('class="dataframe"'))
+findings.variance_shown(result.variance).style.set_table_attributes('class="dataframe"')
 
 # %% tags=["hide-input"]
 SHOWN = {"claim": "claim", "verdict": "verdict", "not testable on": "not testable on",

@@ -448,8 +448,16 @@ def variance_table(per_seed: pd.DataFrame, columns: Sequence[str], alpha: float 
                         "sd of one run": math.sqrt(float(c.pretrain) + float(c.pooled_within)),
                         "equal fine-tuning (Bartlett p)": float(c.equal_ft_p),
                         "fine-tuning per variant": f"{own.min():.2f} to {own.max():.2f}" if len(own) else "n/a",
-                        "pooled from": ", ".join(col.pooled_from) or "none (pretraining variance unknown)"}
+                        "pooled from": pooled_text(col.pooled_from)}
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("column")
+
+
+def pooled_text(variants: Sequence[str], named: int = 3) -> str:
+    """The variants a pretraining variance is pooled from: named when at most ``named``, else counted
+    ("11 variants": the published run pools every variant with two or more pretraining seeds)."""
+    if not variants:
+        return "none (pretraining variance unknown)"
+    return ", ".join(variants) if len(variants) <= named else f"{len(variants)} variants"
 
 
 def _variance_note(column: ColumnStats, better: str, worse: str) -> str:

@@ -80,6 +80,25 @@ def narrow_verdicts(verdicts: pd.DataFrame) -> pd.DataFrame:
     return table[list(NARROW_COLUMNS)].rename(columns=NARROW_COLUMNS).reset_index(drop=True)
 
 
+#: How each variance component is shown (:func:`stats.variance_table`'s columns, in its order).
+VARIANCE_FORMATS = {"between": "{:.2f}", "df": "{:d}", "floor": "{:.2f}", "tau2": "{:.2f}", "fine-tuning": "{:.2f}",
+                    "pretraining": "{:.2f}", "sd of one run": "{:.2f}", "equal fine-tuning (Bartlett p)": "{:.3f}"}
+
+
+def variance_shown(variance: pd.DataFrame) -> pd.DataFrame:
+    """:attr:`Findings.variance` as the book shows it: one column per score column and one row per
+    component (a table as narrow as the columns are few), numbers as text, "unknown" for NaN."""
+    def cell(component: str, value) -> str:
+        if component not in VARIANCE_FORMATS:
+            return str(value)
+        if isinstance(value, float) and math.isnan(value):
+            return "unknown"
+        return VARIANCE_FORMATS[component].format(int(value) if component == "df" else value)
+
+    shown = {column: {k: cell(k, v) for k, v in row.items()} for column, row in variance.iterrows()}
+    return pd.DataFrame(shown).rename_axis("component").rename_axis(variance.index.name, axis="columns")
+
+
 def variant_kind(variant: str) -> str:
     """``"absolute"``, ``"relative"``, ``"APE + relative"`` or ``"none"``: where position enters."""
     p = parse_variant(variant)

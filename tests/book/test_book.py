@@ -350,6 +350,23 @@ def test_the_narrow_verdicts_name_the_columns_they_could_not_test():
     assert narrow.iloc[0, 1] == "contradicted (not testable on span)"
 
 
+def test_the_variance_table_is_shown_a_column_per_score_column_with_unknowns_named():
+    import pandas as pd
+
+    from pe_book import stats
+    from pe_book.chapters import findings
+
+    per_seed = pd.DataFrame({"variant": ["a", "a", "a", "a", "b", "b"], "pretrain_seed": [0, 0, 1, 1, 0, 0],
+                             "seed": [0, 1, 0, 1, 0, 1], "classification": [1.0, 3.0, 5.0, 7.0, 0.0, 2.0]})
+    per_seed["span"] = per_seed["classification"].where(per_seed["pretrain_seed"] == 0)
+    shown = findings.variance_shown(stats.variance_table(per_seed.set_index(["variant", "pretrain_seed", "seed"]),
+                                                         ["classification", "span"]))
+    assert list(shown.columns) == ["classification", "span"] and list(shown.index) == list(findings.VARIANCE_FORMATS) + [
+        "fine-tuning per variant", "pooled from"]
+    assert shown.loc["between", "classification"] == "8.00" and shown.loc["df", "classification"] == "1"
+    assert shown.loc["tau2", "span"] == "unknown" and shown.loc["pooled from", "classification"] == "a"
+
+
 def test_a_rerun_notebook_renders_as_one_page_with_its_glued_values_and_citations(tmp_path):
     """``pe-book book --page OUT.ipynb``: the glued value and the citation of an executed notebook
     appear on its page, nothing of the markup is left; anything but an .ipynb is refused."""

@@ -345,6 +345,11 @@ def test_variance_table_names_where_the_pretraining_variance_comes_from():
     assert table.loc["span", "pooled from"].startswith("none") and math.isnan(table.loc["span", "tau2"])
 
 
+def test_a_long_pool_is_counted_so_that_the_variance_table_fits_the_page():
+    assert stats.pooled_text(["a", "b", "c"]) == "a, b, c"
+    assert stats.pooled_text([f"v{i}" for i in range(11)]) == "11 variants"
+
+
 def test_the_best_variant_is_set_against_each_baseline_with_its_interval():
     test = _frame({"x": [[60.0, 61.0], [62.0, 63.0], [61.0, 61.0]], "y": [[70.0, 70.0], [72.0, 72.0], [71.0, 71.0]]})
     validation = _frame({"x": [[80.0, 80.0]], "y": [[50.0, 50.0]]})  # x is chosen, although y scores higher on test
