@@ -62,14 +62,16 @@ verify-results: $(STAMP)
 	@test -n "$(VARIANT)" || (echo "usage: make verify-results VARIANT=ape-learned [PROFILE=cpu] [SEEDS=1] [NO_PROGRESS=1]"; exit 2)
 	$(OFFLINE) $(PY) -m pe_book.cli verify --profile $(PROFILE) --variant $(VARIANT) $(if $(SEEDS),--pretrain-seeds $(SEEDS)) $(if $(NO_PROGRESS),--no-progress)
 
-# Opens every page of the built book in headless Chromium (Debian's chromium + chromium-driver).
+# Opens every page of the built book in headless Chromium (Debian's chromium + chromium-driver, or Chrome).
 check-book: $(STAMP) chromium
 	test -f book/_build/html/index.html || $(MAKE) book
 	$(PY) -m pe_book.book_check
 
+# A browser of pe_book.book_check.BROWSER on PATH, else Debian's (through sudo where not root).
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 chromium:
-	command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
-		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver)
+	{ command -v chromium || command -v chromium-browser || command -v google-chrome; } >/dev/null && command -v chromedriver >/dev/null || \
+		($(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium chromium-driver)
 
 # Publishing (.github/workflows/book.yml): the repository URL must be the repository being built,
 # and the Colab notebooks of a commit are written for the branch colab.

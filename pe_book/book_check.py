@@ -209,10 +209,21 @@ class serve:
 # ----------------------------------------------------------------------------- browser
 
 
-def _which(env: str, *names: str) -> str:
-    found = os.environ.get(env) or next((p for p in map(shutil.which, names) if p), None)
+#: The browser and its driver: the environment variable that names each, else the first of its
+#: names on PATH (Debian's chromium and chromium-driver; the Chrome of GitHub's runners).
+BROWSER = {"CHROMIUM": ("chromium", "chromium-browser", "google-chrome"), "CHROMEDRIVER": ("chromedriver",)}
+
+
+def browser_paths() -> dict[str, str | None]:
+    """``{"CHROMIUM": path, "CHROMEDRIVER": path}``, None for one not found (:data:`BROWSER`)."""
+    return {env: os.environ.get(env) or next((p for p in map(shutil.which, names) if p), None)
+            for env, names in BROWSER.items()}
+
+
+def _which(env: str) -> str:
+    found = browser_paths()[env]
     if not found:
-        raise SystemExit(f"book_check: {names[0]} not found; install it (apt-get install -y chromium chromium-driver) or set {env}")
+        raise SystemExit(f"book_check: {BROWSER[env][0]} not found; install it (make chromium) or set {env}")
     return found
 
 
@@ -221,11 +232,11 @@ def start_browser(profile_dir: str):
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
-    options.binary_location = _which("CHROMIUM", "chromium", "chromium-browser", "google-chrome")
+    options.binary_location = _which("CHROMIUM")
     for flag in CHROMIUM_FLAGS + [f"--user-data-dir={profile_dir}", f"--window-size={WIDTH},900"]:
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
-    service = Service(executable_path=_which("CHROMEDRIVER", "chromedriver"))
+    service = Service(executable_path=_which("CHROMEDRIVER"))
     driver = webdriver.Chrome(options=options, service=service)
     driver.set_page_load_timeout(60)
     driver.set_script_timeout(60)

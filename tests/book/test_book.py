@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pe_book import book, notebook
+from pe_book import book, book_check, notebook
 from pe_book.notebook import check_parameters
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -237,7 +237,7 @@ def test_every_text_rule_and_a_table_wider_than_the_column_fail_a_page():
                       "Scores of every variant: shown at 0.36 of its drawn width"]
 
 
-@pytest.mark.skipif(not (shutil.which("chromium") and shutil.which("chromedriver")), reason="needs chromium (make chromium)")
+@pytest.mark.skipif(not all(book_check.browser_paths().values()), reason="needs chromium (make chromium)")
 def test_the_browser_check_fails_a_figure_shown_below_half_its_size_and_passes_one_that_fits(tmp_path):
     import tempfile
 
