@@ -169,7 +169,8 @@ plt.close(fig)
 # tests below, Bonferroni-corrected over the baselines of its column; a baseline is one
 # deterministic fit on the same examples, taken as exact. {glue:text}`baselines_text` In the
 # table, "difference" is the variant's mean minus the baseline's score (percentage points), "low"
-# and "high" bound the variant's mean.
+# and "high" bound the variant's mean, within the values a score can take (0 to 100; -100 to 100
+# for a correlation).
 
 # %% tags=["hide-input"]
 (result.against_baselines.assign(baseline=result.against_baselines["baseline"].str.removeprefix("baseline: "))

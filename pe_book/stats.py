@@ -654,7 +654,7 @@ def comparison_table(claims: Iterable[Claim], per_seed: pd.DataFrame, untestable
 
 
 def against_baselines(per_seed: pd.DataFrame, selection: pd.DataFrame, baselines: Mapping[str, Mapping[str, float]],
-                      alpha: float = ALPHA) -> pd.DataFrame:
+                      alpha: float = ALPHA, ranges: Mapping[str, tuple[float, float]] | None = None) -> pd.DataFrame:
     """The best variant of each column against fixed baselines, one row per (column, baseline).
 
     ``baselines``: baseline name -> column -> score (absent or NaN: that baseline does not score
@@ -664,7 +664,10 @@ def against_baselines(per_seed: pd.DataFrame, selection: pd.DataFrame, baselines
     (level ``alpha / K`` for ``K`` baselines). A baseline's score is one deterministic fit on the
     same examples, taken as exact. Outcome: ``"above"`` when the interval lies above the
     baseline, ``"below"`` when it lies below, ``"not decided"`` when it contains it, ``"variance
-    unknown"`` when no variant has two pretraining seeds."""
+    unknown"`` when no variant has two pretraining seeds. ``ranges`` (column -> the lowest and
+    highest score it can take, :func:`pe_book.tables.score_ranges`) bounds each interval: a t
+    interval intersected with the values the mean can take covers it as often (no score above 100),
+    and no outcome changes, since every baseline's score lies in that range too."""
     rows = []
     for column in per_seed.columns:
         scored = {name: float(scores[column]) for name, scores in baselines.items()
@@ -676,11 +679,13 @@ def against_baselines(per_seed: pd.DataFrame, selection: pd.DataFrame, baselines
         if best not in col.variants:
             continue
         mean, half = _interval(col, best, alpha / len(scored))
+        lowest, highest = (ranges or {}).get(column, (-math.inf, math.inf))
+        low, high = max(mean - half, lowest), min(mean + half, highest)  # NaN when the variance is unknown
         for name, score in scored.items():
-            outcome = ("variance unknown" if math.isnan(half) else "above" if mean - half > score
-                       else "below" if mean + half < score else "not decided")
-            rows.append({"column": column, "best variant": best, "mean": mean, "low": mean - half,
-                         "high": mean + half, "baseline": name, "baseline score": score,
+            outcome = ("variance unknown" if math.isnan(half) else "above" if low > score
+                       else "below" if high < score else "not decided")
+            rows.append({"column": column, "best variant": best, "mean": mean, "low": low,
+                         "high": high, "baseline": name, "baseline score": score,
                          "difference": mean - score, "outcome": outcome})
     return pd.DataFrame(rows, columns=["column", "best variant", "mean", "low", "high", "baseline", "baseline score",
                                        "difference", "outcome"])

@@ -146,7 +146,8 @@ def compute(runner, variants: Sequence[str] = (), seeds: Sequence[int] = (), spl
         stats.variance_table(per_seed, list(groups) + [t for t in span_tasks if t in per_seed.columns], alpha),
         testable,
         stats.against_baselines(per_seed[list(groups) + list(specs)], validation,
-                                {**{label: row.to_dict() for label, row in floor.iterrows()}, **order_free_rows}, alpha),
+                                {**{label: row.to_dict() for label, row in floor.iterrows()}, **order_free_rows}, alpha,
+                                tables.score_ranges(specs, groups)),
         verdicts, claims.assess_indicator_claims(correlation, list(scores.columns), alpha, untestable), details,
         needs(verdicts, details), stats.operating_characteristics(paper, per_seed, untestable, PLANTED, runs, 0, alpha),
         {})

@@ -372,3 +372,23 @@ def test_the_best_variant_is_set_against_each_baseline_with_its_interval():
     unknown = stats.against_baselines(_frame({"x": [[60.0, 61.0]]}), _frame({"x": [[60.0, 61.0]]}),
                                       {"constant": {"classification": 50.0}})
     assert unknown["outcome"].tolist() == ["variance unknown"] and math.isnan(unknown.loc[0, "low"])
+
+
+def test_an_interval_is_bounded_by_the_scores_a_column_can_take_and_no_outcome_changes():
+    near_top = _frame({"x": [[99.0, 99.0], [80.0, 80.0], [99.0, 99.0]]})
+    baselines = {"rule": {"classification": 85.0}, "constant": {"classification": 0.5}}
+    free = stats.against_baselines(near_top, near_top, baselines)
+    bounded = stats.against_baselines(near_top, near_top, baselines, ranges={"classification": (0.0, 100.0)})
+    assert free["high"].iloc[0] > 100 and free["low"].iloc[0] < 85  # a t interval past what a score can be
+    assert (bounded["high"] == 100.0).all() and (bounded["low"] == free["low"]).all()
+    assert bounded["outcome"].tolist() == free["outcome"].tolist() == ["not decided", "above"]
+
+
+def test_a_columns_range_is_the_mean_of_its_metrics_and_tasks_ranges():
+    from pe_book import tables
+    from pe_lib.data.tasks import TASKS
+
+    specs = {t: TASKS[t] for t in ("cola", "sst2", "stsb", "cloze")}
+    ranges = tables.score_ranges(specs, {"classification": ["cola", "sst2"], "span": ["cloze"]})
+    assert ranges["cola"] == (-100.0, 100.0) and ranges["sst2"] == (0.0, 100.0) and ranges["stsb"] == (-100.0, 100.0)
+    assert ranges["classification"] == (-50.0, 100.0) and ranges["span"] == (0.0, 100.0)
