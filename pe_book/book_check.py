@@ -288,13 +288,17 @@ copy.querySelectorAll(".cell_input, .highlight, .highlight-python, .highlight-ba
   + "script, style, .headerlink, .toggle-details__summary, button, .tag_hide-input > .cell_input").forEach(
   (el) => { if (!el.closest || !el.closest(".cell_output")) el.remove(); });
 copy.querySelectorAll(".cell_output .highlight").forEach((el) => el.remove());
-const column = article.getBoundingClientRect();
+// the text column: the article's content box (its padding is not text), and what passes its right
+// edge is cut off by the scrolling output box that holds it, even where it fits the article's width
+const box = article.getBoundingClientRect(), pad = getComputedStyle(article);
+const column = {left: box.left + parseFloat(pad.paddingLeft), right: box.right - parseFloat(pad.paddingRight)};
 const wide = [];
 article.querySelectorAll("table, figure, img, .cell_output > .output").forEach((el) => {
-  const width = Math.max(el.scrollWidth, el.getBoundingClientRect().width);
-  if (width > column.width + 2) {
+  const rect = el.getBoundingClientRect(), width = Math.max(el.scrollWidth, rect.width);
+  if (rect.left + width > column.right + 2) {
     const caption = el.querySelector && el.querySelector("caption, figcaption");
-    wide.push(`${el.tagName.toLowerCase()} ${Math.round(width)} px wide in a ${Math.round(column.width)} px column`
+    wide.push(`${el.tagName.toLowerCase()} ${Math.round(width)} px wide, ${Math.round(rect.left + width - column.right)} px `
+      + `past the ${Math.round(column.right - column.left)} px text column`
       + (caption ? `: ${caption.textContent.trim().slice(0, 60)}` : (el.id ? ` #${el.id}` : "")));
   }
 });

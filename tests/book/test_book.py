@@ -229,8 +229,8 @@ def test_book_check_lets_prose_and_formatted_numbers_through():
 def test_every_text_rule_and_a_table_wider_than_the_column_fail_a_page():
     from pe_book.book_check import page_findings
 
-    problems = page_findings("fast: True; 3 seed(s); 1.281e+04 tokens; loss nan", ["table 900 px wide in a 752 px column"])
-    assert len(problems) == 5 and problems[-1] == "wider than the text column: table 900 px wide in a 752 px column"
+    problems = page_findings("fast: True; 3 seed(s); 1.281e+04 tokens; loss nan", ["table 900 px wide, 212 px past the 688 px text column"])
+    assert len(problems) == 5 and problems[-1] == "wider than the text column: table 900 px wide, 212 px past the 688 px text column"
     assert page_findings("Liang Wang, Nan Yang", []) == []
     shrunk = page_findings("", [], ["Scores of every variant: shown at 0.36 of its drawn width"])
     assert shrunk == ["figure too small to read (draw it narrower, e.g. in more rows): "
@@ -263,6 +263,29 @@ def test_the_browser_check_fails_a_figure_shown_below_half_its_size_and_passes_o
             driver.quit()
     assert report.problems == ["figure too small to read (draw it narrower, e.g. in more rows): "
                                "a wide figure: shown at 0.38 of its drawn width"]
+
+
+@pytest.mark.skipif(not all(book_check.browser_paths().values()), reason="needs chromium (make chromium)")
+def test_the_browser_check_fails_a_table_cut_off_at_the_text_columns_edge_though_narrower_than_the_page(tmp_path):
+    """The text column is the article's content box: a table inside a scrolling output box that
+    passes its right edge is cut off there, although it is narrower than the article with its padding."""
+    import tempfile
+
+    from pe_book.book_check import check_page, serve, start_browser
+
+    page = tmp_path / "index.html"
+    page.write_text('<html><body><main style="box-sizing: border-box; width: 600px; padding: 0 40px">'
+                    '<div class="cell_output"><div class="output" style="overflow-x: auto">'
+                    '<table style="width: 560px"><tr><td>cut off</td></tr></table></div></div>'
+                    '<table style="width: 520px"><tr><td>fits</td></tr></table></main></body></html>')
+    with tempfile.TemporaryDirectory() as profile, serve(tmp_path) as url:
+        driver = start_browser(profile)
+        try:
+            report = check_page(driver, url, tmp_path, page, tmp_path)
+        finally:
+            driver.quit()
+    width = [p for p in report.problems if p.startswith("wider than the text column: table")]
+    assert len(width) == 1 and "past the 520 px text column" in width[0], report.problems
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
