@@ -237,55 +237,52 @@ def test_every_text_rule_and_a_table_wider_than_the_column_fail_a_page():
                       "Scores of every variant: shown at 0.36 of its drawn width"]
 
 
-@pytest.mark.skipif(not all(book_check.browser_paths().values()), reason="needs chromium (make chromium)")
-def test_the_browser_check_fails_a_figure_shown_below_half_its_size_and_passes_one_that_fits(tmp_path):
+needs_browser = pytest.mark.skipif(not all(book_check.browser_paths().values()), reason="needs chromium (make chromium)")
+
+
+def browser_problems(folder, html: str) -> list[str]:
+    """What the book check finds on ``html``, served as ``folder/index.html`` in headless Chromium."""
     import tempfile
 
+    from pe_book.book_check import check_page, serve, start_browser
+
+    page = folder / "index.html"
+    page.write_text(html)
+    with tempfile.TemporaryDirectory() as profile, serve(folder) as url:
+        driver = start_browser(profile)
+        try:
+            return check_page(driver, url, folder, page, folder).problems
+        finally:
+            driver.quit()
+
+
+@needs_browser
+def test_the_browser_check_fails_a_figure_shown_below_half_its_size_and_passes_one_that_fits(tmp_path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from pe_book.book_check import check_page, serve, start_browser
 
     for name, inches in (("wide", 16), ("fits", 5)):
         fig = plt.figure(figsize=(inches, 2), dpi=100)
         fig.savefig(tmp_path / f"{name}.png")
         plt.close(fig)
-    page = tmp_path / "index.html"
-    page.write_text('<html><body><main style="width: 600px"><table><tr><td>verdicts</td></tr></table>'
-                    '<img alt="a wide figure" src="wide.png" style="max-width: 100%">'
-                    '<img alt="a figure that fits" src="fits.png" style="max-width: 100%"></main></body></html>')
-    with tempfile.TemporaryDirectory() as profile, serve(tmp_path) as url:
-        driver = start_browser(profile)
-        try:
-            report = check_page(driver, url, tmp_path, page, tmp_path)
-        finally:
-            driver.quit()
-    assert report.problems == ["figure too small to read (draw it narrower, e.g. in more rows): "
-                               "a wide figure: shown at 0.38 of its drawn width"]
+    problems = browser_problems(tmp_path, '<html><body><main style="width: 600px"><table><tr><td>verdicts</td></tr></table>'
+                                '<img alt="a wide figure" src="wide.png" style="max-width: 100%">'
+                                '<img alt="a figure that fits" src="fits.png" style="max-width: 100%"></main></body></html>')
+    assert problems == ["figure too small to read (draw it narrower, e.g. in more rows): "
+                        "a wide figure: shown at 0.38 of its drawn width"]
 
 
-@pytest.mark.skipif(not all(book_check.browser_paths().values()), reason="needs chromium (make chromium)")
+@needs_browser
 def test_the_browser_check_fails_a_table_cut_off_at_the_text_columns_edge_though_narrower_than_the_page(tmp_path):
     """The text column is the article's content box: a table inside a scrolling output box that
     passes its right edge is cut off there, although it is narrower than the article with its padding."""
-    import tempfile
-
-    from pe_book.book_check import check_page, serve, start_browser
-
-    page = tmp_path / "index.html"
-    page.write_text('<html><body><main style="box-sizing: border-box; width: 600px; padding: 0 40px">'
-                    '<div class="cell_output"><div class="output" style="overflow-x: auto">'
-                    '<table style="width: 560px"><tr><td>cut off</td></tr></table></div></div>'
-                    '<table style="width: 520px"><tr><td>fits</td></tr></table></main></body></html>')
-    with tempfile.TemporaryDirectory() as profile, serve(tmp_path) as url:
-        driver = start_browser(profile)
-        try:
-            report = check_page(driver, url, tmp_path, page, tmp_path)
-        finally:
-            driver.quit()
-    width = [p for p in report.problems if p.startswith("wider than the text column: table")]
-    assert len(width) == 1 and "past the 520 px text column" in width[0], report.problems
+    problems = browser_problems(tmp_path, '<html><body><main style="box-sizing: border-box; width: 600px; padding: 0 40px">'
+                                '<div class="cell_output"><div class="output" style="overflow-x: auto">'
+                                '<table style="width: 560px"><tr><td>cut off</td></tr></table></div></div>'
+                                '<table style="width: 520px"><tr><td>fits</td></tr></table></main></body></html>')
+    width = [p for p in problems if p.startswith("wider than the text column: table")]
+    assert len(width) == 1 and "past the 520 px text column" in width[0], problems
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
