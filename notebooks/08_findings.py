@@ -360,15 +360,18 @@ notebook.glue("trend_counts", trend_counts(trended))
 # These verdicts hold at one budget. Whether an effect shrinks, grows or flips as the models see
 # more text is measured in {ref}`scale` (its last section, with the rule): one run of `none`,
 # `ape-learned` and `rpe-learned` at each of five budgets, each run's variance borrowed from a
-# run with seeds. {glue:text}`trend_counts` Per claim and comparison (slope: change of the effect
-# per doubling of the pretraining tokens, percentage points, with a Bonferroni interval over the
-# claim's comparisons):
+# run with seeds. {glue:text}`trend_counts` Per claim and comparison: the effect at the smallest
+# and the largest budget (first, last), its slope (change per doubling of the pretraining tokens,
+# percentage points) with a Bonferroni interval over the claim's comparisons, and, where no trend
+# is detected, the slope that would have been seen with 80% power (detectable):
 
 # %% tags=["hide-input"]
 if trended is not None:
     shown = common.with_intervals(trended.claims, "slope low", "slope high")
-    display(shown[["claim id", "effect", "column", "slope", "interval", "direction"]]
-            .style.format({"slope": "{:+.2f}"}, na_rep="—").hide(axis="index").set_table_attributes('class="dataframe"'))
+    display(shown[["claim id", "effect", "column", "first", "last", "slope", "interval", "detectable slope", "direction"]]
+            .rename(columns={"detectable slope": "detectable"})
+            .style.format({"first": "{:+.1f}", "last": "{:+.1f}", "slope": "{:+.2f}", "detectable": "{:.2f}"}, na_rep="—")
+            .hide(axis="index").set_table_attributes('class="dataframe"'))
 
 # %% [markdown]
 # ### Every comparison
