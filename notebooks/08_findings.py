@@ -367,11 +367,7 @@ notebook.glue("trend_counts", trend_counts(trended))
 
 # %% tags=["hide-input"]
 if trended is not None:
-    shown = common.with_intervals(trended.claims, "slope low", "slope high")
-    display(shown[["claim id", "effect", "column", "first", "last", "slope", "interval", "detectable slope", "direction"]]
-            .rename(columns={"detectable slope": "detectable"})
-            .style.format({"first": "{:+.1f}", "last": "{:+.1f}", "slope": "{:+.2f}", "detectable": "{:.2f}"}, na_rep="—")
-            .hide(axis="index").set_table_attributes('class="dataframe"'))
+    display(trend.style_claims(trended.claims))
 
 # %% [markdown]
 # ### Every comparison

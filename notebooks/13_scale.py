@@ -535,7 +535,4 @@ plt.close(fig)
 
 # %% tags=["hide-input"]
 if trended is not None:
-    shown = common.with_intervals(trended.claims.drop(columns=["claim", "comparisons"]), "slope low", "slope high")
-    display(shown.rename(columns={"detectable slope": "detectable"})
-            .style.format({"first": "{:+.1f}", "last": "{:+.1f}", "slope": "{:+.2f}", "detectable": "{:.2f}"}, na_rep="—")
-            .hide(axis="index").set_table_attributes('class="dataframe"'))
+    display(trend.style_claims(trended.claims, budgets=True))

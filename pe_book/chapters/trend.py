@@ -219,6 +219,18 @@ def claim_trends(claim_list: Sequence[claims.Claim], per_budget: Mapping[int, pd
                                        "slope", "slope low", "slope high", "detectable slope", "direction"])
 
 
+def style_claims(claim_table: pd.DataFrame, budgets: bool = False):
+    """A pandas Styler of :func:`claim_trends`' rows as the chapters show them: the slope's interval
+    as one column, the effects at the first and last budget, the detectable slope, the direction
+    (and the number of budgets, with ``budgets``)."""
+    shown = common.with_intervals(claim_table, "slope low", "slope high").rename(columns={"detectable slope": "detectable"})
+    columns = ["claim id", "effect", "column", *(["budgets"] if budgets else []), "first", "last", "slope", "interval",
+               "detectable", "direction"]
+    return (shown[columns].style
+            .format({"first": "{:+.1f}", "last": "{:+.1f}", "slope": "{:+.2f}", "detectable": "{:.2f}"}, na_rep="—")
+            .hide(axis="index").set_table_attributes('class="dataframe"'))
+
+
 def compute(runner: Runner, reference: Runner | None = None, alpha: float = stats.ALPHA) -> Trend:
     """The trend of the key effects (per task and group of several tasks) from what ``runner``'s
     store holds (and ``reference``'s, for the models both hold under one key), each run's variance

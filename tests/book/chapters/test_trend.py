@@ -82,6 +82,17 @@ def test_claims_are_traced_through_the_comparisons_of_the_tracked_variants():
     assert row["effect"] == "ape-learned − none" and row["direction"] == trend.GROWS and row["slope"] == pytest.approx(5.0)
 
 
+def test_the_claims_table_shows_the_interval_as_one_column_and_the_budgets_only_when_asked():
+    row = {"claim id": "span-none-drops", "claim": "text", "effect": "ape-learned − none", "column": "span",
+           "comparisons": 1, "budgets": 5, "first": -2.04, "last": 24.0, "slope": 8.92, "slope low": -4.97,
+           "slope high": 22.81, "detectable slope": 18.44, "direction": trend.NO_TREND}
+    table = pd.DataFrame([row])
+    assert list(trend.style_claims(table).data.columns) == ["claim id", "effect", "column", "first", "last", "slope",
+                                                            "interval", "detectable", "direction"]
+    html = trend.style_claims(table, budgets=True).to_html()
+    assert ">budgets<" in html and "[-4.97, +22.81]" in html and "-2.0<" in html and "18.44" in html and ">text<" not in html
+
+
 def test_compute_reads_the_reference_model_of_the_same_key_and_borrows_its_variance(runner, profile):  # noqa: F811
     variants = ("none", "ape-learned")
     pretrain = dataclasses.replace(profile.pretrain, schedule="constant", snapshot_steps=(2,))
