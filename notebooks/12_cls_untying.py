@@ -69,7 +69,7 @@ profile: str = "smoke"  # results profile (smoke, cpu or gpu)
 variants: list[str] = []  # variants to read; empty: the profile's
 results: str = "results"  # folder of the artifact store
 reference: str = "ape-learned"  # the variant whose lead on classification is to be explained
-tasks: list[str] = []  # tasks; empty: the profile's (sentence-level ones form the classification average)
+tasks: list[str] = []  # tasks; empty: the profile's (grouped into score columns as in the findings chapter)
 seeds: list[int] = []  # fine-tuning seeds; empty: the profile's
 split: str = "test"  # split whose scores are shown: test or validation
 
@@ -85,10 +85,16 @@ common.data_used(params, runner, result.tasks)
 # ## Scores
 #
 # The compared variants are {glue:text}`pairs_text`, each also against {glue:text}`reference`.
-# Scores are in percent, each task's score the mean of its metrics, "classification" the mean
-# over the sentence-level tasks and "span" over SQuAD v1.1/v2.0 analogues, per run; cells give
-# the mean over the pretrained models ± the standard deviation of single runs (as in
-# {ref}`classification`), with {glue:text}`seed_design`.
+# Scores are in percent, each task's score the mean of its metrics, and each column the mean
+# over its tasks, per run, in the columns of {ref}`findings` (tasks that need word order apart
+# from those that do not): {glue:text}`groups_text`. Cells give the mean over the pretrained
+# models ± the standard deviation of single runs (as in {ref}`classification`), with
+# {glue:text}`seed_design`.
+#
+# A verdict rests only on a column the models learned, by the gate of {ref}`findings`: the best
+# variant (of every variant read) beats every baseline of the column beyond its interval and,
+# where the tasks need word order, the `none` variant. Here {glue:text}`testable_text`; on the
+# other columns both verdicts read "not testable at this scale".
 
 # %% tags=["hide-input"]
 tables.style_summary(result.summary)
@@ -96,7 +102,7 @@ tables.style_summary(result.summary)
 # %% [markdown]
 # ## Does untying close the gap?
 #
-# For each untied variant: the gap before untying ({glue:text}`reference` minus the tied RPE),
+# For each untied variant and column: the gap before untying ({glue:text}`reference` minus the tied RPE),
 # after (minus the untied one), the share of the gap that untying closed, the gain of untying
 # (untied minus tied) with its interval, and two verdicts under the rule of {ref}`findings`:
 # *untying helps* (the untied variant beats the tied one) and *reference still ahead* (the
@@ -104,7 +110,8 @@ tables.style_summary(result.summary)
 # from both pretraining and fine-tuning seeds, Holm's correction over the two, Bonferroni
 # intervals. Untying **narrows** the gap when both are supported, **closes** it when it helps and
 # no remaining gap is detected, **reverses** it when the untied variant is shown ahead of the
-# reference, and **widens** it when the untied variant is shown behind the tied one.
+# reference, and **widens** it when the untied variant is shown behind the tied one. The intervals
+# use the variance of {ref}`findings`, pooled over every variant read.
 
 # %% tags=["hide-input"]
 gap = result.gaps
@@ -113,28 +120,28 @@ split = list(gap.columns).index("share closed") + 1  # the scores and the gap, t
                                   | {"share closed": "{:.0%}"}, na_rep="—").set_table_attributes('class="dataframe"'))
 
 # %% tags=["hide-input"]
-(common.with_intervals(gap.iloc[:, split:], "gain low", "gain high", "its interval", digits=1)
+(common.with_intervals(cls_untying.verdicts_shown(gap.iloc[:, split:]), "gain low", "gain high", "its interval", digits=1)
  .style.format({"gain": "{:+.1f}"}, na_rep="—").set_table_attributes('class="dataframe"'))
 
 # %% tags=["hide-input"]
-columns = [c for c in ("classification", "span") if c in result.per_seed.columns]
+columns = list(result.groups)
 reference_line = {c: result.summary.loc[result.reference, (c, "mean")] for c in columns}
 fig = plots.score_panels(result.per_seed, columns, result.compared, [(reference_line, {"color": "C3", "ls": "--", "lw": 0.9})],
-                         title="{} average", row_height=0.45, width=4.2)
+                         title="{}", row_height=0.45, width=3.4, ncols=2)
 notebook.glue("fig_cls_gap", fig)
 plt.close(fig)
 
 # %% [markdown]
 # ```{glue:figure} fig_cls_gap
-# :alt: Dot plots of the classification and span averages of the reference, the tied RPEs and the untied RPEs
+# :alt: Dot plots of each score column's average for the reference, the tied RPEs and the untied RPEs
 # :name: fig-cls-gap
 #
-# Classification and span-prediction averages (percent; dots: mean over seeds, bars: ± one
-# standard deviation) of the reference, the paper's learnable RPEs, and the same RPEs with [CLS]
-# untied. Dashed: the reference's mean.
+# The average of each score column (percent; dots: mean over seeds, bars: ± one standard
+# deviation) of the reference, the paper's learnable RPEs, and the same RPEs with [CLS] untied.
+# Dashed: the reference's mean.
 # ```
 #
-# On classification, the gap before untying was {glue:text}`cls_gap_before`, after it
+# On classification the gap before untying was, {glue:text}`cls_gap_before`; after it,
 # {glue:text}`cls_gap_after` (positive: the reference ahead). Verdicts:
 # {glue:text}`cls_conclusions`. Untying was not meant for span prediction, whose answer is read
 # from word positions, not from [CLS]; there it changed the average by {glue:text}`span_change`.

@@ -13,7 +13,7 @@ are corrected with Holm's method (six uncorrected tests on the first cpu run gav
 "supported" at p 0.027). A claim is *supported* when the correlation has the claimed sign and its
 Holm-adjusted p is below ``alpha`` (0.05), *contradicted* when it has the other sign with an
 adjusted ``p < alpha``, else "not decidable: correlation not significant" (or ": too few variants"
-below four); on a column that no model has learned (:func:`pe_book.stats.learned`) it is "not
+below four); on a column that no model has learned (:mod:`pe_book.testability`) it is "not
 testable at this scale" and leaves the family.
 """
 from __future__ import annotations
@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 
 from pe_book.experiments.profiles import COMBINATIONS, PAPER_VARIANTS, SINGLE_PES
-from pe_book.stats import (CONTRADICTED, NOT_TESTED, SUPPORTED, UNDECIDED, VARIANCE_UNKNOWN, Claim, Comparison,
-                           best_on, compare_family, holm, learned, not_testable)
+from pe_book.stats import (CONTRADICTED, NOT_TESTABLE, NOT_TESTED, SUPPORTED, UNDECIDED, VARIANCE_UNKNOWN, Claim,
+                           Comparison, best_on, compare_family, holm, not_testable)
 from pe_book.tables import ORDER_SENSITIVE_CLASSIFICATION, SPAN, summarise
 from pe_lib.positions import parse_variant
 
@@ -96,6 +96,8 @@ def untying_pairs(variants: Sequence[str]) -> dict[str, str]:
 
 def _gap_conclusion(gap: float, helps: str, remains: str) -> str:
     """What untying did to the gap ``reference - tied``, from the two verdicts."""
+    if helps.startswith(NOT_TESTABLE):
+        return helps  # no model learned the column: there is no gap to read
     if not gap > 0:
         return "no gap to close (the tied RPE is not behind)"
     if helps == SUPPORTED:
@@ -116,20 +118,17 @@ def _one_verdict(row: pd.Series) -> str:
 
 
 def cls_gap(per_seed: pd.DataFrame, reference: str, pairs: Mapping[str, str], column: str,
-            baselines: Mapping[str, float] | None = None, alpha: float = 0.05) -> pd.DataFrame:
+            untestable: Mapping[str, str] | None = None, alpha: float = 0.05) -> pd.DataFrame:
     """Does untying [CLS] close the gap between an RPE and the ``reference`` (fully learnable APE)
     on ``column``? One row per ``untied -> tied`` pair: the three variant means, the gap before
     (``reference - tied``) and after (``reference - untied``), the share of the gap closed
     ``(untied - tied) / (reference - tied)`` (NaN when there is no gap), the gain of untying with
     its interval, and the verdicts of "untied beats tied" and "the reference still beats untied":
     the two comparisons of a pair are one family of :func:`~pe_book.stats.compare_family`
-    (Holm over the two, Bonferroni intervals). ``baselines``: column -> the best constant's score; a
-    column on which no variant beats it (:func:`~pe_book.stats.learned`, the best variant chosen
-    on these scores) is not testable."""
+    (Holm over the two, Bonferroni intervals). ``untestable``: column -> why no model learned it
+    (:func:`pe_book.testability.untestable`); there both verdicts are "not testable"."""
     means = summarise(per_seed[[column]])[(column, "mean")]
-    score = (baselines or {}).get(column)
-    gate = learned(per_seed, column, ("the best constant", score), alpha=alpha) if score is not None else None
-    untestable = {column: gate["reason"]} if gate is not None and not gate["testable"] else {}
+    untestable = untestable or {}
 
     def mean(variant: str) -> float:
         return float(means.get(variant, math.nan))

@@ -100,10 +100,11 @@ claim the fewest at which the quantifier's rule would decide it if each comparis
 in its observed sign from its own count on.
 
 *Verdicts only where the models learned.* A comparison between position embeddings says
-something only on a column that the models have learned beyond what needs no word order. A
-column is *testable* (:func:`learned`) when the best variant, chosen on the validation split,
-beats the column's best **order-free** baseline (best constant, bag of words, a random candidate
-answer, the absent-word rule) beyond its ``1 - alpha`` interval on the tested split, and, on a
+something only on a column that the models have learned beyond cheap rules and what needs no
+word order. A column is *testable* (:func:`learned`, :mod:`pe_book.testability`) when the best
+variant, chosen on the validation split, beats **every** baseline of the column (best constant,
+bag of words, a random candidate answer, the absent-word rule, and the neighbour-match rule, which
+reads word order) beyond its ``1 - alpha`` interval on the tested split, and, on a
 column whose tasks need word order, the ``none`` variant (a model that cannot see order, fine-tuned
 like the others: on a span task it can beat every cheap rule) beyond the interval of their difference.
 Comparisons on other columns keep their effects but enter no decision: they leave the family
@@ -393,8 +394,8 @@ def _interval(col: ColumnStats, variant: str, level_alpha: float) -> tuple[float
 
 def learned(per_seed: pd.DataFrame, column: str, baseline: tuple[str, float], selection: pd.DataFrame | None = None,
             alpha: float = ALPHA, control: str | None = None) -> dict:
-    """Have the models learned ``column`` beyond ``baseline`` (its best order-free baseline: name
-    and score)? The best variant is chosen on ``selection`` (per-seed scores of the validation
+    """Have the models learned ``column`` beyond ``baseline`` (its bar: the best of its baselines,
+    name and score; :mod:`pe_book.testability`)? The best variant is chosen on ``selection`` (per-seed scores of the validation
     split; without it, on ``per_seed`` itself, which favours the models); the column is
     *testable* when the lower end of that variant's two-sided ``1 - alpha`` interval on
     ``per_seed`` lies above the baseline's score (where the variance is unknown: when its mean
@@ -402,7 +403,8 @@ def learned(per_seed: pd.DataFrame, column: str, baseline: tuple[str, float], se
 
     ``control``: a variant that cannot read word order (``none``), itself an order-free bar of an
     order-sensitive column: the best variant must also beat it beyond the ``1 - alpha`` interval
-    of their difference (``gap``, ``gap low``); when the control is the best variant, no model beats it."""
+    of their difference (``gap``, ``gap low``; given also where the baseline is not beaten, the
+    reason naming the baseline first); when the control is the best variant, no model beats it."""
     name, score = baseline
     variants = list(dict.fromkeys(per_seed[column].dropna().index.get_level_values("variant")))
     best = (best_on(selection, column, variants) if selection is not None else None) or best_on(per_seed, column, variants)
@@ -416,15 +418,17 @@ def learned(per_seed: pd.DataFrame, column: str, baseline: tuple[str, float], se
     mean, half = _interval(col, best, alpha)
     beats = mean > score if math.isnan(half) else mean - half > score
     row = {**row, "mean": mean, "low": mean - half, "testable": bool(beats), "reason": "" if beats else row["reason"]}
-    if control is None or not beats:
+    if control is None:
         return row
     if best == control:
-        return {**row, "testable": False, "reason": f"no model beats {control} (no word order) on {column}"}
+        return {**row, "testable": False,
+                "reason": row["reason"] or f"no model beats {control} (no word order) on {column}"}
     test = difference_tests(col.components, [col.index(best)], [col.index(control)])
     gap, gap_half = float(test["difference"][0]), float(interval_halfwidth(test["se"][0], test["df"][0], alpha))
     ahead = gap > 0 if math.isnan(gap_half) else gap - gap_half > 0
-    return {**row, "gap": gap, "gap low": gap - gap_half, "testable": bool(ahead),
-            "reason": "" if ahead else f"no model beats {control} (no word order) on {column} beyond its interval"}
+    behind = "" if ahead else f"no model beats {control} (no word order) on {column} beyond its interval"
+    return {**row, "gap": gap, "gap low": gap - gap_half, "testable": bool(beats and ahead),
+            "reason": row["reason"] or behind}
 
 
 def variance_table(per_seed: pd.DataFrame, columns: Sequence[str], alpha: float = ALPHA) -> pd.DataFrame:

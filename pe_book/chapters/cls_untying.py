@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from pe_book import claims, tables
+from pe_book import claims, stats, tables, testability
 from pe_book.chapters import common
-from pe_book.experiments.baselines import best_constant_scores
+from pe_lib.data.tasks import get_task
 from pe_lib.positions import resolve_variants
 
 THETA = "theta_2 (words -> [CLS])"
@@ -18,15 +18,19 @@ THETA = "theta_2 (words -> [CLS])"
 @dataclass
 class ClsUntying:
     """What the chapter shows: the untied -> tied ``pairs`` and the ``compared`` variants (the
-    reference first), their ``per_seed`` group averages and ``summary``, the ``gaps``
-    (:func:`pe_book.claims.cls_gap` per average), the learned ``thetas`` of the untied variants
-    and ``cited``, by glue name."""
+    reference first), the score ``groups`` (:func:`pe_book.tables.score_groups`), the
+    ``per_seed`` scores of every variant read (tasks and groups) and the ``summary`` of the
+    compared ones, which columns are ``testable`` (:mod:`pe_book.testability`), the ``gaps``
+    (:func:`pe_book.claims.cls_gap` per group), the learned ``thetas`` of the untied variants and
+    ``cited``, by glue name."""
     reference: str
     pairs: dict[str, str]
     compared: list[str]
     tasks: list[str]
+    groups: dict[str, list[str]]
     per_seed: pd.DataFrame
     summary: pd.DataFrame
+    testable: pd.DataFrame
     gaps: pd.DataFrame
     thetas: pd.DataFrame
     cited: dict
@@ -35,9 +39,10 @@ class ClsUntying:
 def compute(runner, variants: Sequence[str] = (), reference: str = "ape-learned", tasks: Sequence[str] = (),
             seeds: Sequence[int] = (), split: str = "test") -> ClsUntying:
     """The [CLS] gap on ``split`` for every ``+untie-cls`` variant among ``variants`` (default:
-    the profile's) whose tied counterpart is there too, against ``reference``; classification and
-    span averages over ``tasks`` (default: the profile's), fine-tuning ``seeds`` (default: the
-    profile's) and every pretraining seed."""
+    the profile's) whose tied counterpart is there too, against ``reference``, on each score
+    group of ``tasks`` (default: the profile's), over fine-tuning ``seeds`` (default: the
+    profile's) and every pretraining seed. The gate (which groups the models learned) and the
+    variance are those of the findings chapter: from every variant of ``variants``."""
     common.check_split(split)
     names = resolve_variants(variants, runner.profile.variants)
     pairs = claims.untying_pairs(names)
@@ -46,31 +51,33 @@ def compute(runner, variants: Sequence[str] = (), reference: str = "ape-learned"
                          "add e.g. 'rpe-learned' and 'rpe-learned+untie-cls' to variants")
     reference = resolve_variants([reference], [])[0]
     compared = list(dict.fromkeys([reference, *pairs.values(), *pairs]))
-    all_tasks = list(tasks or runner.profile.tasks)
-    groups = {group: specs for group, span in (("classification", False), ("span", True))
-              if (specs := common.chapter_tasks([], all_tasks, span=span))}
+    specs = {t: get_task(t) for t in (tasks or runner.profile.tasks)}
+    groups = tables.score_groups(specs)
     profile = runner.profile.with_seeds(seeds)
-    per_seed = pd.concat([_group_scores(runner, compared, group, specs, seeds, split)
-                          for group, specs in groups.items()], axis=1)
-    baselines = best_constant_scores(runner, [t for specs in groups.values() for t in specs],
-                                     {group: list(specs) for group, specs in groups.items()}, split)
-    gaps = {group: claims.cls_gap(per_seed, reference, pairs, group, baselines) for group in groups}
-    result = ClsUntying(reference, pairs, compared, all_tasks, per_seed, tables.summarise(per_seed).reindex(compared),
+    read = list(dict.fromkeys([*names, *compared]))
+    per_seed, validation = (_scores(runner, read, specs, groups, seeds, s) for s in (split, "validation"))
+    testable = testability.gate(runner, per_seed, validation, specs, groups, split)
+    gaps = {group: claims.cls_gap(per_seed, reference, pairs, group, testability.untestable(testable))
+            for group in groups}
+    result = ClsUntying(reference, pairs, compared, list(specs), groups, per_seed,
+                        tables.summarise(per_seed[list(groups)]).reindex(compared), testable,
                         pd.concat(gaps, names=["average"]), _thetas(runner, pairs), {})
     result.cited = {
-        "reference": reference, "n_seeds": common.finetuning_seeds(profile, all_tasks),
-        "seed_design": common.seed_design(profile, compared, all_tasks),
+        "reference": reference, "n_seeds": common.finetuning_seeds(profile, list(specs)),
+        "seed_design": common.seed_design(profile, compared, list(specs)),
         "pairs_text": "; ".join(f"{u} against {t}" for u, t in pairs.items()), **_gap_text(gaps),
+        "groups_text": "; ".join(f"{group}: {', '.join(members)}" for group, members in groups.items()),
+        "testable_text": testability.testable_text(testable.loc[[g for g in groups if g in testable.index]]),
         "theta2_mean": float(result.thetas[THETA].mean()),
         "theta2_range": f"{result.thetas[THETA].min():+.3f} to {result.thetas[THETA].max():+.3f}"}
     return result
 
 
-def _group_scores(runner, names: list[str], group: str, specs: dict, seeds: Sequence[int], split: str) -> pd.DataFrame:
-    """Per-seed task scores of one group of tasks and their average, named ``group``."""
+def _scores(runner, names: list[str], specs: dict, groups: dict, seeds: Sequence[int], split: str) -> pd.DataFrame:
+    """Per-seed task scores of ``names`` on ``split`` and the averages of ``groups``."""
     finetuned = common.finetuned_payloads(runner, names, specs, seeds)
     records = tables.score_records(finetuned, {t: s.meta.kind for t, s in specs.items()}, split)
-    return tables.per_seed_scores(records, {group: list(specs)})
+    return tables.per_seed_scores(records, groups)
 
 
 def _thetas(runner, pairs: dict[str, str]) -> pd.DataFrame:
@@ -83,13 +90,37 @@ def _thetas(runner, pairs: dict[str, str]) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index(["variant", "layer", "head"])
 
 
+def verdicts_shown(gaps: pd.DataFrame) -> pd.DataFrame:
+    """The ``gaps`` table with each "not testable at this scale: <why>" cell cut to its verdict
+    (the chapter states why once, above the table)."""
+    return gaps.map(lambda v: stats.NOT_TESTABLE if isinstance(v, str) and v.startswith(stats.NOT_TESTABLE) else v)
+
+
 def _gap_text(gaps: dict[str, pd.DataFrame]) -> dict:
-    """The prose's sentences on the classification gap and the span change."""
-    classification = gaps["classification"]
-    span = ("; ".join(f"{row['untied score'] - row['tied score']:+.1f} points for {u} ({row['untying helps']})"
-                      for u, row in gaps["span"].iterrows()) if "span" in gaps else "not run")
-    return {"cls_conclusions": "; ".join(f"{u}: {row['conclusion']}" for u, row in classification.iterrows()),
-            "cls_gap_before": "; ".join(f"{row['gap before']:+.1f} points for {row['tied']}"
-                                        for _, row in classification.iterrows()),
-            "cls_gap_after": "; ".join(f"{row['gap after']:+.1f} for {u}" for u, row in classification.iterrows()),
+    """The prose's sentences on the classification gaps (per classification group) and the span
+    change; a column no model learned is named once with its verdict."""
+    classification = {group: rows for group, rows in gaps.items() if group != tables.SPAN}
+
+    def untested(rows: pd.DataFrame) -> str | None:
+        verdict = rows["untying helps"].iloc[0] if len(rows) else ""
+        return verdict if verdict.startswith(stats.NOT_TESTABLE) else None
+
+    def each(text, verdicts: bool = False) -> str:
+        parts = []
+        for group, rows in classification.items():
+            if verdicts and untested(rows):
+                parts.append(f"on {group}, {untested(rows)}")
+            else:
+                parts.append(f"on {group}, {', '.join(text(u, row) for u, row in rows.iterrows())}")
+        return "; ".join(parts) or "not run"
+
+    span = "not run"
+    if tables.SPAN in gaps:
+        rows = gaps[tables.SPAN]
+        changes = [f"{row['untied score'] - row['tied score']:+.1f} points for {u}" for u, row in rows.iterrows()]
+        span = (f"{', '.join(changes)} ({untested(rows)})" if untested(rows) else
+                "; ".join(f"{c} ({row['untying helps']})" for c, (_, row) in zip(changes, rows.iterrows())))
+    return {"cls_conclusions": each(lambda u, row: f"{u}: {row['conclusion']}", verdicts=True),
+            "cls_gap_before": each(lambda u, row: f"{row['gap before']:+.1f} points for {row['tied']}"),
+            "cls_gap_after": each(lambda u, row: f"{row['gap after']:+.1f} for {u}"),
             "span_change": span}

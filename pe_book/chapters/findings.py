@@ -3,15 +3,15 @@ sound rule of :mod:`pe_book.stats`, and the claims about indicators by rank corr
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
-from pe_book import claims, stats, tables
+from pe_book import claims, stats, tables, testability
 from pe_book.chapters import common
 from pe_book.chapters.pretraining import count_parameters
-from pe_book.experiments.baselines import LABELS, baseline_payloads, order_free_best
+from pe_book.experiments.baselines import LABELS, baseline_payloads
 from pe_book.experiments.profiles import GPU, Profile
 from pe_lib.data.tasks import get_task
 from pe_lib.positions import parse_variant, resolve_variants
@@ -21,8 +21,6 @@ VERDICT_LABELS = ("supported", "contradicted", "not decidable", "not testable", 
 #: near 5% has a standard error of 0.35 points; under a second on the cpu run), and the planted effects (points).
 SIMULATED_RUNS = 4000
 PLANTED = (2.0, 5.0)
-#: The variant that cannot see word order: an order-free bar of every order-sensitive column.
-NO_ORDER = "none"
 #: The narrow verdict table that the intro and this chapter open with: verdicts' column -> heading.
 NARROW_COLUMNS = {"claim": "the paper's claim", "verdict": "verdict at this scale", "effects": "effect (points) [interval]"}
 
@@ -32,8 +30,8 @@ class Findings:
     """What the chapter shows: ``indicators`` (probe indicators of the trained models, per
     variant), ``scores`` (seed means per variant of each score column: the order-sensitive and
     order-free groups of :func:`pe_book.tables.score_groups`), their ``correlation``, the
-    ``variance`` components, which columns are ``testable`` (the best variant against the best
-    order-free baseline, :func:`pe_book.stats.learned`), the best variant of each column
+    ``variance`` components, which columns are ``testable`` (the best variant against every
+    baseline, :func:`pe_book.testability.testability`), the best variant of each column
     ``against_baselines`` (:func:`pe_book.stats.against_baselines`), the ``verdicts`` on the
     paper's claims with the ``details`` of every comparison, what each claim not decided would
     ``need``, the rule's ``operating`` characteristics per claim
@@ -128,10 +126,8 @@ def compute(runner, variants: Sequence[str] = (), seeds: Sequence[int] = (), spl
     floor = tables.per_seed_scores(tables.score_records(baseline_payloads(runner, list(specs)), kinds, split), groups)
     floor = floor.droplevel(["pretrain_seed", "seed"])  # one deterministic run per baseline
     floor = floor.reindex([label for label in LABELS.values() if label in floor.index])
-    stored = {t: runner.ensure_baselines(t).payload for t in specs}
-    testable = testability(per_seed, validation, {t: order_free_best(stored, t, split) for t in specs}, groups, alpha,
-                           [t for t, s in specs.items() if s.order_sensitive])
-    untestable = {column: row["reason"] for column, row in testable.iterrows() if not row["testable"]}
+    testable = testability.gate(runner, per_seed, validation, specs, groups, split, alpha)
+    untestable = testability.untestable(testable)
     scores = tables.summarise(per_seed[list(groups)]).xs("mean", axis=1, level=1)
     analyses = {name: runner.ensure_analysis(name).payload for name in names}
     indicators = tables.indicator_table(analyses, "trained", "probe", layer)
@@ -140,13 +136,15 @@ def compute(runner, variants: Sequence[str] = (), seeds: Sequence[int] = (), spl
     details = stats.comparison_table(paper, per_seed, untestable, alpha)
     verdicts = stats.assess_claims(paper, per_seed, untestable, alpha)
     verdicts["effects"] = effects_text(details).reindex(verdicts.index).fillna("no comparison")
-    order_free_rows = {"baseline: best order-free": testable["baseline score"].to_dict()}
+    order_free = testability.column_bars(testability.task_bars(runner, list(specs), split, order_free=True), groups)
+    best_rows = {"baseline: best order-free": {column: score for column, (_, score) in order_free.items()},
+                 "baseline: best of all": testable["baseline score"].to_dict()}
     result = Findings(
         names, groups, indicators, scores, correlation,
         stats.variance_table(per_seed, list(groups) + [t for t in span_tasks if t in per_seed.columns], alpha),
         testable,
         stats.against_baselines(per_seed[list(groups) + list(specs)], validation,
-                                {**{label: row.to_dict() for label, row in floor.iterrows()}, **order_free_rows}, alpha,
+                                {**{label: row.to_dict() for label, row in floor.iterrows()}, **best_rows}, alpha,
                                 tables.score_ranges(specs, groups)),
         verdicts, claims.assess_indicator_claims(correlation, list(scores.columns), alpha, untestable), details,
         needs(verdicts, details), stats.operating_characteristics(paper, per_seed, untestable, PLANTED, runs, 0, alpha),
@@ -160,56 +158,10 @@ def compute(runner, variants: Sequence[str] = (), seeds: Sequence[int] = (), spl
         "span_tasks": ", ".join(span_tasks) or "none",
         **{f"n_{label.replace(' ', '_')}": sum(v.startswith(label) for v in all_verdicts) for label in VERDICT_LABELS},
         "n_claims": len(all_verdicts), "mde_text": _mde_text(verdicts), "needs_text": needs_text(result.needs, GPU),
-        "testable_text": testable_text(testable), "operating_text": operating_text(result.operating, alpha),
+        "testable_text": testability.testable_text(testable), "operating_text": operating_text(result.operating, alpha),
         "n_runs": runs, "baselines_text": " ".join(f"On the {group} column, {baselines_text(result.against_baselines, group, alpha)}."
                                                    for group in groups)}
     return result
-
-
-def testability(per_seed: pd.DataFrame, selection: pd.DataFrame, order_free: Mapping[str, tuple[str, float]],
-                groups: Mapping[str, Sequence[str]], alpha: float, order_sensitive: Collection[str] = (),
-                control: str = NO_ORDER) -> pd.DataFrame:
-    """Which columns the models learned (:func:`pe_book.stats.learned`), one row per task (against
-    its best order-free baseline, ``order_free``: task -> (name, score)) and per group (against
-    the mean of its tasks' best order-free scores). On the ``order_sensitive`` tasks, and the
-    groups of such tasks alone, the best variant must also beat the ``control`` variant (which
-    cannot see word order). A group is testable only when each of its tasks is: an average must
-    not hide a task no model learned."""
-    rows = {}
-
-    def control_of(tasks: Sequence[str]) -> str | None:
-        return control if tasks and all(t in order_sensitive for t in tasks) else None
-
-    for task in dict.fromkeys([*order_free, *(t for tasks in groups.values() for t in tasks)]):
-        if task in per_seed.columns:
-            row = stats.learned(per_seed, task, order_free.get(task, ("no baseline", math.nan)), selection, alpha,
-                                control_of([task]))
-            reason = row["reason"] if task in order_free else f"no order-free baseline scores {task}"
-            rows[task] = {**row, "reason": "" if row["testable"] else reason, "tasks": task}
-    for group, tasks in groups.items():
-        if group not in per_seed.columns:
-            continue
-        missing = [t for t in tasks if t not in order_free]
-        scored = [t for t in tasks if t in order_free] or tasks[:0]
-        names = " / ".join(dict.fromkeys(order_free[t][0] for t in scored)) or "no baseline"
-        score = sum(order_free[t][1] for t in scored) / len(scored) if scored else math.nan
-        row = stats.learned(per_seed, group, (names, score), selection, alpha, control_of(tasks))
-        failed = [rows[t]["reason"] for t in tasks if t in rows and not rows[t]["testable"]]
-        failed += [f"no order-free baseline scores {t}" for t in missing if t not in rows]
-        if failed:
-            row = {**row, "testable": False, "reason": "; ".join(failed)}
-        rows[group] = {**row, "tasks": ", ".join(tasks)}
-    columns = ["tasks", "best variant", "mean", "low", "baseline", "baseline score", "control", "gap", "gap low",
-               "testable", "reason"]
-    return pd.DataFrame.from_dict(rows, orient="index", columns=columns).rename_axis("column")
-
-
-def testable_text(table: pd.DataFrame) -> str:
-    """Which columns carry verdicts and why the others do not, in words."""
-    learned = [column for column, row in table.iterrows() if row["testable"]]
-    not_learned = [f"{column} ({row['reason']})" for column, row in table.iterrows() if not row["testable"]]
-    return (f"the models learned {', '.join(learned) if learned else 'no column'} beyond the order-free baselines"
-            + (f"; no verdict rests on {'; '.join(not_learned)}" if not_learned else ""))
 
 
 def scale_text(runner, names: Sequence[str], finetuned: Mapping, profile) -> str:
@@ -286,7 +238,7 @@ def needs(verdicts: pd.DataFrame, details: pd.DataFrame) -> pd.DataFrame:
         comparisons = details[details["claim id"] == key]
         not_learned = list(dict.fromkeys(comparisons.loc[comparisons["outcome"] == "not testable", "column"]))
         if row["verdict"].startswith(stats.NOT_TESTABLE):
-            what = (f"models that learn {', '.join(not_learned)} beyond the order-free baselines (more pretraining or "
+            what = (f"models that learn {', '.join(not_learned)} beyond their baselines (more pretraining or "
                     "fine-tuning data, or tasks that need word order)")
         elif row["verdict"] == stats.VARIANCE_UNKNOWN:
             what = "two pretraining seeds of some variant, to know the pretraining variance"
@@ -313,7 +265,7 @@ def needs_text(table: pd.DataFrame, gpu: Profile) -> str:
     tokens = gpu.pretrain.steps * gpu.pretrain.batch_size * gpu.seq_len
     parts = [f"{common.plural(len(table), 'claim')} about scores {'is' if len(table) == 1 else 'are'} not decided"]
     if not_learned:
-        parts.append(f"{not_learned} because no model beats the order-free baselines of their columns, which more "
+        parts.append(f"{not_learned} because no model beats the baselines of their columns, which more "
                      f"seeds cannot mend: they need models that learn those tasks, such as the {gpu.name} profile's "
                      f"(hidden size {gpu.model['hidden_size']}, {gpu.model['num_hidden_layers']} layers, "
                      f"{tokens / 1e9:.1f} billion tokens a model)")

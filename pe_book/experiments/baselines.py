@@ -297,14 +297,13 @@ def baseline_score(payload: Mapping, name: str, split: str = "test") -> float:
     return float(np.mean([metrics.scale_metric(v, payload["kind"], m) for m, v in values.items()]))
 
 
-def order_free_best(payloads: Mapping[str, Mapping], task: str, split: str = "test") -> tuple[str, float]:
-    """The best order-free baseline of ``task`` on ``split``: ``(name, task score in percent)``.
-    ``payloads`` maps task names to baselines payloads (``Runner.ensure_baselines(task).payload``);
-    a baseline stored without ``order_free`` (an older payload) counts as order-free. The first
-    best wins ties (the constant before bag of words)."""
-    payload = payloads[task]
+def best_baseline(payload: Mapping, split: str = "test", order_free: bool = False) -> tuple[str, float]:
+    """The best baseline of one task on ``split``: ``(name, task score in percent)``, from its
+    baselines payload (``Runner.ensure_baselines(task).payload``). ``order_free``: only the
+    baselines that ignore word order (a baseline stored without ``order_free``, from an older
+    payload, counts as order-free). The first best wins ties (the constant before bag of words)."""
     scores = {name: baseline_score(payload, name, split) for name, result in payload["baselines"].items()
-              if result.get("order_free", True)}
+              if not order_free or result.get("order_free", True)}
     name = max(scores, key=scores.get)
     return name, scores[name]
 

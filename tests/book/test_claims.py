@@ -125,6 +125,16 @@ def test_cls_gap_verdicts(untied, share, conclusion):
     assert row["conclusion"] == conclusion
 
 
+def test_cls_gap_on_a_column_no_model_learned_gives_no_verdict():
+    per_seed = _per_seed({"ape-learned": _nested(80.0), "rpe-learned": _nested(70.0),
+                          "rpe-learned+untie-cls": _nested(79.0)})
+    why = {"classification": "no model beats bag of words on sst2"}
+    row = claims.cls_gap(per_seed, "ape-learned", {"rpe-learned+untie-cls": "rpe-learned"}, "classification", why).iloc[0]
+    expected = stats.not_testable([why["classification"]])
+    assert row["untying helps"] == row["reference still ahead"] == row["conclusion"] == expected
+    assert row["gain"] == pytest.approx(9.0) and row["gain low"] < 9.0  # the effect is still shown
+
+
 def test_cls_gap_without_a_gap_or_a_spread():
     pairs = {"rpe-learned+untie-cls": "rpe-learned"}
     ahead = _per_seed({"ape-learned": [70.0, 71.0], "rpe-learned": [80.0, 81.0], "rpe-learned+untie-cls": [90.0, 91.0]})

@@ -288,6 +288,9 @@ def test_an_order_sensitive_column_is_testable_only_beyond_the_variant_that_cann
     assert not best["testable"] and best["reason"] == "no model beats none (no word order) on span"
     # a control that has no score on the column is no bar
     assert stats.learned(ahead, "span", ("absent word", 38.0), control="rope")["testable"]
+    # the gap to the control is shown also where a baseline is not beaten, whose reason comes first
+    rule = stats.learned(ahead, "span", ("neighbour match", 80.0), control="none")
+    assert not rule["testable"] and rule["gap low"] > 0 and rule["reason"] == "no model beats neighbour match on span"
 
 
 def test_a_claim_on_columns_no_model_learned_is_not_testable_never_contradicted():

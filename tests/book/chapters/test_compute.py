@@ -177,44 +177,10 @@ def test_needs_separates_what_no_model_learned_from_seeds():
     assert table.loc["a", "not testable on"] == "cola, mrpc" and "models that learn cola, mrpc" in table.loc["a", "needs"]
     assert table.loc["b", "needs"].startswith("12 pretraining seeds") and "more than 64" in table.loc["c", "needs"]
     text = findings.needs_text(table, GPU)
-    assert text.startswith("3 claims about scores are not decided") and "1 because no model beats the order-free baselines" in text
+    assert text.startswith("3 claims about scores are not decided") and "1 because no model beats the baselines of their columns" in text
     assert "the gpu profile's (hidden size 768, 12 layers, 13.1 billion tokens a model)" in text
     assert "would be enough for 0 of them" in text  # 12 seeds against the gpu profile's 3
     assert "1 would be decided with 12 pretraining seeds a variant" in text  # one number, not "12 to 12"
-
-
-def _two_variants(variants: tuple[str, str], levels: dict[str, tuple[float, float]]) -> pd.DataFrame:
-    """Per-seed scores of two variants (3 pretraining x 2 fine-tuning seeds each): every column at
-    its two levels, plus the same small noise."""
-    rows = [(v, p, s) for v in variants for p in range(3) for s in range(2)]
-    index = pd.MultiIndex.from_tuples(rows, names=list(stats.LEVELS))
-    noise = np.tile([0.0, 0.5, 1.0, 0.2, 0.4, 0.8], 2)
-    return pd.DataFrame({c: np.r_[np.full(6, a), np.full(6, b)] + noise for c, (a, b) in levels.items()}, index=index)
-
-
-def test_a_group_is_testable_only_when_each_of_its_tasks_is():
-    per_seed = _two_variants(("x", "y"), {"a": (80.0, 70.0), "b": (50.0, 40.0)})
-    per_seed["g"] = per_seed[["a", "b"]].mean(axis=1)
-    table = findings.testability(per_seed, per_seed, {"a": ("bag of words", 60.0), "b": ("constant", 55.0)},
-                                 {"g": ["a", "b"]}, 0.05)
-    assert table.loc["a", "testable"] and not table.loc["b", "testable"]
-    assert table.loc["b", "reason"] == "no model beats constant on b" and table.loc["a", "best variant"] == "x"
-    # the group's own mean (65.5) beats the mean of its baselines (57.5), yet b is not learned
-    assert table.loc["g", "mean"] - 57.5 > 5 and not table.loc["g", "testable"]
-    assert table.loc["g", "reason"] == "no model beats constant on b" and table.loc["g", "baseline"] == "bag of words / constant"
-    assert findings.testable_text(table) == ("the models learned a beyond the order-free baselines; no verdict rests on "
-                                             "b (no model beats constant on b); g (no model beats constant on b)")
-
-
-def test_only_order_sensitive_columns_are_held_to_the_variant_that_cannot_see_order():
-    per_seed = _two_variants(("none", "x"), {"order": (80.0, 70.0), "free": (80.0, 70.0)})
-    per_seed["g"] = per_seed[["order"]].mean(axis=1)
-    table = findings.testability(per_seed, per_seed, {"order": ("absent word", 40.0), "free": ("bag of words", 40.0)},
-                                 {"g": ["order"]}, 0.05, order_sensitive=["order"])
-    assert not table.loc["order", "testable"] and table.loc["order", "control"] == "none"
-    assert table.loc["order", "reason"] == "no model beats none (no word order) on order"
-    assert table.loc["g", "reason"] == "no model beats none (no word order) on order"
-    assert table.loc["free", "testable"] and pd.isna(table.loc["free", "control"])
 
 
 def test_operating_text_reads_the_largest_false_rate_and_the_power_range():
@@ -257,7 +223,10 @@ def test_cls_untying_pairs_and_thetas(store):
     result = cls_untying.compute(store)
     assert result.pairs == {"rpe-learned+untie-cls": "rpe-learned"} and result.compared[0] == "ape-learned"
     assert len(result.thetas) == 2 * 2  # layers x heads
-    assert set(result.gaps.index.get_level_values("average")) == {"classification", "span"}
+    assert set(result.gaps.index.get_level_values("average")) == set(result.groups) <= set(result.testable.index)
+    for group, row in result.testable.loc[list(result.groups)].iterrows():  # a column no model learned gives no verdict
+        verdicts = result.gaps.xs(group, level="average")[["untying helps", "reference still ahead", "conclusion"]]
+        assert (verdicts.stack().str.startswith(stats.NOT_TESTABLE)).all() == (not row["testable"])
     with pytest.raises(ValueError, match="no '\\+untie-cls' variant"):
         cls_untying.compute(store, variants=["none", "rpe-learned"])
 

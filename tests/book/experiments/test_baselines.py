@@ -166,12 +166,15 @@ def test_span_rules_choose_a_no_answer_threshold_on_validation():
     assert result["random candidate"]["test"]["exact_match"] <= 50.0  # no confidence: answers all or none
 
 
-def test_order_free_best_skips_rules_that_read_order():
+def test_best_baseline_of_all_or_of_the_order_free_ones():
     payload = {"kind": "span", "baselines": {
         "constant": {"test": {"exact_match": 50.0, "f1": 50.0}, "order_free": True},
         "absent word": {"test": {"exact_match": 60.0, "f1": 62.0}, "order_free": True},
         "neighbour match": {"test": {"exact_match": 80.0, "f1": 80.0}, "order_free": False}}}
-    assert baselines.order_free_best({"cloze": payload}, "cloze") == ("absent word", 61.0)
+    assert baselines.best_baseline(payload) == ("neighbour match", 80.0)
+    assert baselines.best_baseline(payload, order_free=True) == ("absent word", 61.0)
+    older = {"kind": "span", "baselines": {"constant": {"test": {"exact_match": 50.0, "f1": 50.0}}}}
+    assert baselines.best_baseline(older, order_free=True) == ("constant", 50.0)  # stored without the flag: order-free
 
 
 # ----------------------------------------------------------------------------- null threshold

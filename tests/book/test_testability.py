@@ -1,0 +1,79 @@
+"""The gate of every verdict (``pe_book.testability``): a column enters a verdict only where its
+best variant beats every baseline, the rules that read word order included, and, on tasks that need
+word order, the variant that cannot see it."""
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+
+from pe_book import stats, testability
+
+
+def _two_variants(variants: tuple[str, str], levels: dict[str, tuple[float, float]]) -> pd.DataFrame:
+    """Per-seed scores of two variants (3 pretraining x 2 fine-tuning seeds each): every column at
+    its two levels, plus the same small noise."""
+    rows = [(v, p, s) for v in variants for p in range(3) for s in range(2)]
+    index = pd.MultiIndex.from_tuples(rows, names=list(stats.LEVELS))
+    noise = np.tile([0.0, 0.5, 1.0, 0.2, 0.4, 0.8], 2)
+    return pd.DataFrame({c: np.r_[np.full(6, a), np.full(6, b)] + noise for c, (a, b) in levels.items()}, index=index)
+
+
+def test_a_group_is_testable_only_when_each_of_its_tasks_is():
+    per_seed = _two_variants(("x", "y"), {"a": (80.0, 70.0), "b": (50.0, 40.0)})
+    per_seed["g"] = per_seed[["a", "b"]].mean(axis=1)
+    table = testability.testability(per_seed, per_seed, {"a": ("bag of words", 60.0), "b": ("constant", 55.0)},
+                                 {"g": ["a", "b"]}, 0.05)
+    assert table.loc["a", "testable"] and not table.loc["b", "testable"]
+    assert table.loc["b", "reason"] == "no model beats constant on b" and table.loc["a", "best variant"] == "x"
+    # the group's own mean (65.5) beats the mean of its baselines (57.5), yet b is not learned
+    assert table.loc["g", "mean"] - 57.5 > 5 and not table.loc["g", "testable"]
+    assert table.loc["g", "reason"] == "no model beats constant on b" and table.loc["g", "baseline"] == "bag of words / constant"
+    assert testability.testable_text(table) == ("the models learned a beyond every baseline; no verdict rests on "
+                                                "b (no model beats constant on b); g (no model beats constant on b)")
+
+
+def test_only_order_sensitive_columns_are_held_to_the_variant_that_cannot_see_order():
+    per_seed = _two_variants(("none", "x"), {"order": (80.0, 70.0), "free": (80.0, 70.0)})
+    per_seed["g"] = per_seed[["order"]].mean(axis=1)
+    table = testability.testability(per_seed, per_seed, {"order": ("absent word", 40.0), "free": ("bag of words", 40.0)},
+                                 {"g": ["order"]}, 0.05, order_sensitive=["order"])
+    assert not table.loc["order", "testable"] and table.loc["order", "control"] == "none"
+    assert table.loc["order", "reason"] == "no model beats none (no word order) on order"
+    assert table.loc["g", "reason"] == "no model beats none (no word order) on order"
+    assert table.loc["free", "testable"] and pd.isna(table.loc["free", "control"])
+
+
+def _span_payload(absent: float, neighbour: float) -> dict:
+    """A span task's stored baselines: an order-free rule and one that reads word order."""
+    return {"kind": "span", "baselines": {
+        "constant": {"test": {"exact_match": 0.0, "f1": 0.0}, "order_free": True},
+        "absent word": {"test": {"exact_match": absent, "f1": absent}, "order_free": True},
+        "neighbour match": {"test": {"exact_match": neighbour, "f1": neighbour}, "order_free": False}}}
+
+
+def test_a_rule_that_reads_word_order_is_a_bar_too():
+    payloads = {"cloze": _span_payload(40.0, 82.0), "cloze_v2": _span_payload(60.0, 80.0)}
+    runner = SimpleNamespace(ensure_baselines=lambda task: SimpleNamespace(payload=payloads[task]))
+    bars = testability.task_bars(runner, ["cloze", "cloze_v2"])
+    assert bars == {"cloze": ("neighbour match", 82.0), "cloze_v2": ("neighbour match", 80.0)}
+    assert testability.task_bars(runner, ["cloze"], order_free=True) == {"cloze": ("absent word", 40.0)}
+    columns = testability.column_bars(bars, {"span": ["cloze", "cloze_v2"]})
+    assert columns["span"] == ("neighbour match", 81.0) and columns["cloze"] == bars["cloze"]
+    # the models beat the order-free rule by far but not the rule that reads order: not testable
+    per_seed = _two_variants(("none", "x"), {"cloze": (30.0, 81.0), "cloze_v2": (30.0, 85.0)})
+    per_seed["span"] = per_seed[["cloze", "cloze_v2"]].mean(axis=1)
+    table = testability.testability(per_seed, per_seed, bars, {"span": ["cloze", "cloze_v2"]}, 0.05,
+                                    order_sensitive=["cloze", "cloze_v2"])
+    assert not table.loc["cloze", "testable"] and table.loc["cloze_v2", "testable"]
+    assert table.loc["cloze", "reason"] == "no model beats neighbour match on cloze"
+    assert not table.loc["span", "testable"] and table.loc["span", "reason"] == "no model beats neighbour match on cloze"
+    assert testability.untestable(table) == {"cloze": "no model beats neighbour match on cloze",
+                                             "span": "no model beats neighbour match on cloze"}
+
+
+def test_a_task_without_a_baseline_is_not_testable():
+    per_seed = _two_variants(("x", "y"), {"a": (80.0, 70.0), "b": (80.0, 70.0)})
+    per_seed["g"] = per_seed[["a", "b"]].mean(axis=1)
+    table = testability.testability(per_seed, per_seed, {"a": ("bag of words", 40.0)}, {"g": ["a", "b"]}, 0.05)
+    assert table.loc["a", "testable"] and not table.loc["b", "testable"]
+    assert table.loc["b", "reason"] == "no baseline scores b" and table.loc["g", "reason"] == "no baseline scores b"
