@@ -357,6 +357,8 @@ def trend_counts(t):
 
 
 notebook.glue("trend_counts", trend_counts(trended))
+notebook.glue("trend_learned_text", trended.cited["trend_learned_text"] if trended is not None
+              else "not measured (the trend runs are not part of this book)")
 
 # %% [markdown]
 # ### With scale
@@ -370,7 +372,8 @@ notebook.glue("trend_counts", trend_counts(trended))
 # is detected, the slope that would have been seen with 80% power (detectable). A trend is read
 # on every column the claim names, learned or not: on a column that no model learned at this
 # budget it tells whether the effect moves as the models see more text, and is no verdict on the
-# claim.
+# claim. Held to this chapter's gate at each budget ({ref}`scale`), the trend's single runs
+# learned {glue:text}`trend_learned_text`.
 
 # %% tags=["hide-input"]
 if trended is not None:

@@ -34,13 +34,13 @@ level ``alpha``), as in :mod:`pe_book.stats`.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from pe_book import claims, stats, tables
+from pe_book import claims, stats, tables, testability
 from pe_book.chapters import common
 from pe_book.experiments.runner import Runner, stage_name
 from pe_lib.data.tasks import get_task
@@ -62,8 +62,9 @@ class Trend:
     """What the trend holds: per budget (tokens) the ``per_seed`` scores of its stored runs, the
     ``variance`` of one run per variant and column (borrowed; with its ``df``), the key
     ``effects`` at each budget on the shown ``columns`` (pointwise ``1 - alpha`` intervals), the
-    per-claim ``claims`` table (Bonferroni over each claim's comparisons) and ``cited``, the
-    numbers the prose cites."""
+    per-claim ``claims`` table (Bonferroni over each claim's comparisons), which columns the runs
+    had ``learned`` at each budget (:func:`learned_by_budget`) and ``cited``, the numbers the
+    prose cites."""
     per_budget: dict[int, pd.DataFrame]
     variance: pd.DataFrame
     df: dict[str, float]
@@ -71,6 +72,7 @@ class Trend:
     claims: pd.DataFrame
     columns: list[str] = field(default_factory=list)
     budgets: list[int] = field(default_factory=list)
+    learned: pd.DataFrame = field(default_factory=pd.DataFrame)
     cited: dict = field(default_factory=dict)
 
     @property
@@ -219,6 +221,57 @@ def claim_trends(claim_list: Sequence[claims.Claim], per_budget: Mapping[int, pd
                                        "slope", "slope low", "slope high", "detectable slope", "direction"])
 
 
+def learned_by_budget(per_budget: Mapping[int, pd.DataFrame], selection: Mapping[int, pd.DataFrame],
+                      variance: pd.DataFrame, df: Mapping[str, float], bars: Mapping[str, tuple[str, float]],
+                      groups: Mapping[str, Sequence[str]], order_sensitive: Collection[str], alpha: float,
+                      control: str = testability.NO_ORDER) -> pd.DataFrame:
+    """The gate of :mod:`pe_book.testability` at each budget, on single runs: per budget and
+    column (each task of ``bars``: task -> its best baseline ``(name, score)``, and each group of
+    several tasks), the best variant (chosen on the validation scores ``selection``), its score, the
+    lower end of its two-sided ``1 - alpha`` interval from its borrowed variance, the bar, and on
+    order-sensitive columns the gap to ``control`` with its low. A column is *learned* when the low
+    is above the bar and, where held to the control, the gap's low above 0; a group when each of
+    its tasks is."""
+    bar = testability.column_bars(bars, groups)
+    several = {name: tasks for name, tasks in groups.items() if len(tasks) > 1}
+    rows = []
+    for tokens, per_seed in per_budget.items():
+        found = {}
+        for column in [*bars, *several]:
+            means, chosen = _means(per_seed, column), _means(selection.get(tokens, pd.DataFrame()), column)
+            if not means:
+                continue
+            best = max(chosen or means, key=(chosen or means).get)
+            dof = df.get(column, 0.0)
+            half = float(stats.interval_halfwidth(math.sqrt(_cell(variance, best, column)), dof, alpha))
+            tasks = several.get(column, [column])
+            held = control in means and best != control and all(t in order_sensitive for t in tasks)
+            gap = means[best] - means[control] if held else math.nan
+            gap_half = (float(stats.interval_halfwidth(math.sqrt(_cell(variance, best, column) + _cell(variance, control, column)),
+                                                       dof, alpha)) if held else math.nan)
+            beats = means[best] - half > bar[column][1] and (not held or gap - gap_half > 0)
+            if column in several:
+                beats = beats and all(found.get(t, {}).get("learned", False) for t in tasks)
+            found[column] = {"tokens": tokens, "column": column, "best variant": best, "score": means[best],
+                             "low": means[best] - half, "baseline": bar[column][0], "baseline score": bar[column][1],
+                             "gap to none": gap, "its low": gap - gap_half, "learned": bool(beats)}
+        rows += found.values()
+    return pd.DataFrame(rows, columns=["tokens", "column", "best variant", "score", "low", "baseline", "baseline score",
+                                       "gap to none", "its low", "learned"])
+
+
+def learned_text(table: pd.DataFrame) -> str:
+    """At which budgets a single run learned each column beyond every baseline
+    (:func:`learned_by_budget`), in words."""
+    if table.empty:
+        return "no trend run is stored"
+    at = {column: [f"{t / 1e6:.3g}M" for t in rows.loc[rows["learned"], "tokens"]]
+          for column, rows in table.sort_values("tokens").groupby("column", sort=False)}
+    learned = [f"{column} at {', '.join(budgets)} tokens" for column, budgets in at.items() if budgets]
+    never = [column for column, budgets in at.items() if not budgets]
+    return "; ".join(learned + ([f"{', '.join(never)} at none of the budgets"] if never else []))
+
+
 def style_claims(claim_table: pd.DataFrame, budgets: bool = False):
     """A pandas Styler of :func:`claim_trends`' rows as the chapters show them: the slope's interval
     as one column, the effects at the first and last budget, the detectable slope, the direction
@@ -244,20 +297,23 @@ def compute(runner: Runner, reference: Runner | None = None, alpha: float = stat
     columns = list(specs) + list(groups)
     shown = list(specs) + [name for name, group in groups.items() if len(group) > 1]  # a one-task group is its task
     payloads = stored_payloads(runner, variants, list(specs), reference)
-    per_budget = {tokens: tables.per_seed_scores(tables.score_records(found, kinds), groups) if found
-                  else pd.DataFrame() for tokens, found in payloads.items()}
+    per_budget, validation = ({tokens: tables.per_seed_scores(tables.score_records(found, kinds, split), groups) if found
+                               else pd.DataFrame() for tokens, found in payloads.items()} for split in ("test", "validation"))
     reference_scores = _reference_scores(reference, variants, specs, groups) if reference is not None else pd.DataFrame()
     variance, df = run_variance(reference_scores, columns, alpha)
     pairs = [pair for pair in KEY_EFFECTS if set(pair) <= set(variants)]
     span_tasks = [t for t, kind in kinds.items() if kind == "span"]
     claim_table = claim_trends(claims.paper_claims(span_tasks=span_tasks), per_budget, variance, df, variants, alpha)
     stored_runs = sum(len(found) for found in payloads.values())
+    learned = learned_by_budget(per_budget, validation, variance, df, testability.task_bars(runner, list(specs)), groups,
+                                [t for t, spec in specs.items() if spec.order_sensitive], alpha)
     trend = Trend(per_budget, variance, df, effect_rows(per_budget, pairs, shown, variance, df, alpha), claim_table,
-                  shown, sorted(per_budget))
+                  shown, sorted(per_budget), learned)
     trend.cited = {"trend_variants": ", ".join(variants), "trend_runs": stored_runs,
                    "trend_planned": sum(len(runner.profile.seeds_for(t)) for t in specs) * len(variants) * len(per_budget),
                    "trend_reference": reference.profile.name if reference is not None else "none",
                    "trend_budgets": ", ".join(f"{t / 1e6:.3g}M" for t in trend.budgets),
+                   "trend_learned_text": learned_text(learned),
                    **{f"trend_n_{d.replace(' ', '_')}": int((claim_table["direction"] == d).sum())
                       for d in (FLIPS, GROWS, SHRINKS, NO_TREND, TOO_FEW, UNKNOWN)}}
     return trend

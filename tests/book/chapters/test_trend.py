@@ -93,6 +93,39 @@ def test_the_claims_table_shows_the_interval_as_one_column_and_the_budgets_only_
     assert ">budgets<" in html and "[-4.97, +22.81]" in html and "-2.0<" in html and "18.44" in html and ">text<" not in html
 
 
+def one_run(scores: dict) -> pd.DataFrame:
+    """variant -> {column: score} as the per-seed table of single runs (pretraining and fine-tuning seed 0)."""
+    index = pd.MultiIndex.from_tuples([(v, 0, 0) for v in scores], names=list(stats.LEVELS))
+    return pd.DataFrame(list(scores.values()), index=index)
+
+
+def test_a_single_run_learns_a_column_only_where_its_borrowed_interval_clears_every_bar():
+    test = {1000: one_run({"none": {"o": 40.0, "p": 80.0}, "a": {"o": 90.0, "p": 60.0}}),
+            2000: one_run({"none": {"o": 40.0, "p": 80.0}, "a": {"o": 95.0, "p": 82.0}})}
+    for table in test.values():
+        table["g"] = table[["o", "p"]].mean(axis=1)
+    chosen = {1000: test[1000], 2000: test[2000].assign(p=[90.0, 70.0])}  # validation picks none on p at 2000
+    variance = pd.DataFrame({"o": [4.0, 4.0], "p": [4.0, 4.0], "g": [4.0, 4.0]}, index=["none", "a"])
+    df = {"o": 10.0, "p": 10.0, "g": 10.0}
+    bars = {"o": ("neighbour match", 80.0), "p": ("bag of words", 50.0)}
+    table = trend.learned_by_budget(test, chosen, variance, df, bars, {"g": ["o", "p"]}, ["o"], 0.05)
+    rows = table.set_index(["tokens", "column"])
+    half = float(stats.interval_halfwidth(2.0, 10.0, 0.05))
+    assert rows.loc[(1000, "o"), "low"] == pytest.approx(90.0 - half) and rows.loc[(1000, "o"), "learned"]
+    assert rows.loc[(1000, "o"), "gap to none"] == 50.0  # o needs word order: held to none
+    assert math.isnan(rows.loc[(1000, "p"), "gap to none"]) and rows.loc[(1000, "p"), "learned"]
+    assert rows.loc[(1000, "g"), "baseline"] == "neighbour match / bag of words" and rows.loc[(1000, "g"), "learned"]
+    # at 2000 validation chooses none on p (its test score, 80, is what is held to the bar)
+    assert rows.loc[(2000, "p"), "best variant"] == "none" and rows.loc[(2000, "p"), "score"] == 80.0
+    assert trend.learned_text(table) == "o at 0.001M, 0.002M tokens; p at 0.001M, 0.002M tokens; g at 0.001M, 0.002M tokens"
+    partly = trend.learned_by_budget(test, chosen, variance.assign(o=[900.0, 900.0]), df, bars, {"g": ["o", "p"]}, ["o"], 0.05)
+    assert not partly["learned"][partly["column"] == "g"].any(), "a group is learned only where each of its tasks is"
+    near = trend.learned_by_budget({1000: test[1000]}, {}, variance * 100, df, bars, {}, ["o"], 0.05)
+    assert not near.set_index("column").loc["o", "learned"], "a score above the bar whose interval reaches below it"
+    assert trend.learned_text(near) == "o, p at none of the budgets"
+    assert trend.learned_text(near.iloc[:0]) == "no trend run is stored"
+
+
 def test_compute_reads_the_reference_model_of_the_same_key_and_borrows_its_variance(runner, profile):  # noqa: F811
     variants = ("none", "ape-learned")
     pretrain = dataclasses.replace(profile.pretrain, schedule="constant", snapshot_steps=(2,))
@@ -115,6 +148,7 @@ def test_compute_reads_the_reference_model_of_the_same_key_and_borrows_its_varia
     assert trend_runner.finetune_config("none", "sst2", 0, 0, 2) == key, "the same model under one key"
     assert np.isfinite(borrowed.variance.loc[["none", "ape-learned"], "sst2"]).all() and borrowed.df["sst2"] == 2
     assert borrowed.effects["low"].notna().all() and list(borrowed.effects["tokens"].unique()) == [small]
+    assert list(borrowed.learned["tokens"]) == [small] and list(borrowed.learned["column"]) == ["sst2"]
     other = trend_runner.with_profile(dataclasses.replace(
         reference_profile, finetune=dataclasses.replace(reference_profile.finetune, epochs=3)))
     assert not trend.compute(trend_runner, other).per_budget[small].shape[0], "another fine-tuning: not the same key"
