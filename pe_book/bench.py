@@ -16,7 +16,7 @@ machine noise hits all contenders alike, and printed with a description of the m
 6. ``profile``: where a training step's time goes (matmuls, dtype casts, dropout's random
    numbers, other operators, the optimizer), pe_lib and HF, fp32 and bf16, at seq 128;
 7. ``fine-tune``: non-padding training tokens per second of a whole fine-tuning of the cpu
-   profile's model (single sentence, pair and span task, packaged data), before (batches of a plain
+   profile's model on each of its tasks (:data:`FINETUNE_TASKS`, packaged data), before (batches of a plain
    permutation, features built by each fine-tuning) and after (length-grouped batches, features
    built once per task), against the pretraining step of the same model timed in turns with them,
    and where a fine-tuning's time goes;
@@ -367,8 +367,8 @@ def bench_smoke() -> dict:
 
 # ----------------------------------------------------------------------------- 7: fine-tuning
 
-#: The task timed for each task kind (the packaged analogues: offline).
-FINETUNE_TASKS = {"single sentence": "sst2", "pair": "mrpc", "span": "squad"}
+#: The tasks timed, by kind: those the cpu profile fine-tunes (the packaged analogues: offline).
+FINETUNE_TASKS = {"sentence": "sst2", "word order": "cola", "span": "cloze", "span v2": "cloze_v2"}
 #: The phases of a fine-tuning's time (``pe_lib.training.finetune.Tally``) in the order reported;
 #: "training loop" is the training time outside collation, forward/backward and optimiser.
 FINETUNE_PHASES = ("model", "features", "collation", "forward and backward", "optimiser", "training loop", "evaluation")

@@ -85,7 +85,7 @@ NO_FINETUNE = "no fine-tune section in this benchmark run: python -m pe_book.ben
 
 
 def glue_key(kind: str) -> str:
-    """A task kind as part of a glue name ("single sentence" -> "single_sentence")."""
+    """A task kind as part of a glue name ("word order" -> "word_order")."""
     return kind.replace(" ", "_")
 
 

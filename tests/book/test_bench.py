@@ -58,7 +58,7 @@ def finetune_section(ratios: dict) -> dict:
 
 
 def test_the_fine_tuning_target_takes_the_slowest_kind_after_the_change():
-    ratios = {("single sentence", "before"): 0.5, ("single sentence", "after"): 0.9, ("pair", "after"): 0.85,
+    ratios = {("sentence", "before"): 0.5, ("sentence", "after"): 0.9, ("word order", "after"): 0.85,
               ("span", "before"): 0.1, ("span", "after"): 0.7}
     row = next(r for r in targets({"fine-tune": finetune_section(ratios)}) if r["target"].startswith("fine-tuning"))
     assert row["measured"] == 0.7 and row["met"] is False  # "before" rows do not count
@@ -90,11 +90,18 @@ def test_the_chapter_cites_each_kind_before_and_after_and_says_when_unmeasured()
 
     ratios = {(kind, when): 0.5 + 0.1 * i for i, (kind, when) in enumerate((k, w) for k in FINETUNE_TASKS for w in ("before", "after"))}
     cited = performance.finetune_cited(finetune_section(ratios))
-    assert cited["finetune_ratio_single_sentence_before"] == 0.5 and cited["finetune_ratio_span_after"] == pytest.approx(1.0)
-    assert cited["finetune_worst_ratio"] == pytest.approx(0.6) and cited["finetune_padding_pair_after"] == pytest.approx(10)
+    assert cited["finetune_ratio_sentence_before"] == 0.5 and cited["finetune_ratio_span_after"] == pytest.approx(1.0)
+    assert cited["finetune_worst_ratio"] == pytest.approx(0.6) and cited["finetune_padding_word_order_after"] == pytest.approx(10)
+    assert cited["finetune_ratio_span_v2_after"] == pytest.approx(1.2)
     missing = performance.finetune_cited({})
     assert set(cited) <= set(missing) | {"finetune_rounds"} and "--sections fine-tune" in missing["finetune_note"]
-    assert performance.finetune_time(finetune_section(ratios)).shape == (6, 8)
+    assert performance.finetune_time(finetune_section(ratios)).shape == (8, 8)
+
+
+def test_the_fine_tuning_bench_times_the_tasks_the_cpu_profile_fine_tunes():
+    from pe_book.experiments.profiles import get_profile
+
+    assert sorted(FINETUNE_TASKS.values()) == sorted(get_profile("cpu").tasks)
 
 
 def test_a_dry_run_runs_the_code_of_the_tree_it_is_given(tmp_path):
