@@ -327,9 +327,12 @@ COUNTED = {"quantifier": "quantifier", "comparisons": "n", "in claimed direction
 # ### What the undecided claims would need
 #
 # A claim is not decided for one of three reasons, and each asks for something else. Where no
-# model beats the baselines of the claim's columns, the models have not learned what
-# the claim is about, and more seeds of the same models cannot help: it takes models that learn it, more pretraining (chapter
-# {ref}`scale` measures what each budget gives) or more fine-tuning data. Where no variant has two
+# model beats the baselines of the claim's columns, either the best variant is below a baseline
+# in the mean, and the models have not learned what the claim is about: more seeds of the same
+# models cannot help, it takes models that learn it, more pretraining (chapter {ref}`scale`
+# measures what each budget gives) or more fine-tuning data. Or it is above every baseline in the
+# mean but its interval reaches below one ("within reach"): more pretraining seeds narrow that
+# interval. Where no variant has two
 # pretraining seeds, the pretraining variance is unknown. Otherwise the effects are smaller than
 # the seeds can resolve, and the table gives the pretraining seeds a variant (each model fine-tuned
 # with as many seeds as here) at which the claim would be decided if the differences observed were
@@ -337,7 +340,7 @@ COUNTED = {"quantifier": "quantifier", "comparisons": "n", "in claimed direction
 # likely to be inflated as not). In short: {glue:text}`needs_text`.
 
 # %% tags=["hide-input"]
-(result.needs.style.format({"mean difference": "{:+.2f}", "MDE": "{:.1f}", "seeds needed": "{:.0f}"}, na_rep="n/a")
+(result.needs.drop(columns="within reach").style.format({"mean difference": "{:+.2f}", "MDE": "{:.1f}", "seeds needed": "{:.0f}"}, na_rep="n/a")
  .set_properties(subset=["claim", "needs"], **{"text-align": "left", "min-width": "10em"})
  .set_table_attributes('class="dataframe"'))
 

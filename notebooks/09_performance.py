@@ -258,9 +258,9 @@ if len(result.finetune_time):
 # {glue:text}`finetune_padding_word_order_before:.0f`% and {glue:text}`finetune_padding_word_order_after:.0f`%,
 # cloze {glue:text}`finetune_padding_span_before:.0f`% and {glue:text}`finetune_padding_span_after:.0f`%,
 # cloze_v2 {glue:text}`finetune_padding_span_v2_before:.0f`% and {glue:text}`finetune_padding_span_v2_after:.0f`%).
-# Evaluation takes {glue:text}`finetune_evaluation_span_after:.0f`% of the cloze fine-tuning's time
-# after the change (its answers are decoded window by window in Python) and
-# {glue:text}`finetune_evaluation_sentence_after:.0f`% of sst2's: both splits' scores are used
+# Evaluation, where a span task's answers are decoded window by window in Python, takes
+# {glue:text}`finetune_evaluation_span_after:.0f`% of cloze's fine-tuning time after the change
+# and {glue:text}`finetune_evaluation_sentence_after:.0f`% of sst2's: both splits' scores are used
 # (validation chooses, test reports), so both are evaluated.
 #
 # ## Targets

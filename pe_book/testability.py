@@ -92,6 +92,16 @@ def untestable(table: pd.DataFrame) -> dict[str, str]:
     return {column: row["reason"] for column, row in table.iterrows() if not row["testable"]}
 
 
+def within_reach(table: pd.DataFrame, column: str) -> bool:
+    """Whether a column of a :func:`testability` table that no model learned is kept out by its
+    interval alone: its best variant (and that of each of its tasks) is above the bar, and ahead of
+    the control where held to it, in the mean. More pretraining seeds narrow the interval and could
+    let it in; a column below its bar in the mean needs models that learn more."""
+    members = [column, *str(table.loc[column, "tasks"]).split(", ")] if column in table.index else []
+    rows = [table.loc[c] for c in dict.fromkeys(members) if c in table.index]
+    return bool(rows) and all(r["mean"] > r["baseline score"] and not r["gap"] <= 0 for r in rows)
+
+
 def testable_text(table: pd.DataFrame) -> str:
     """Which columns carry verdicts and why the others do not, in words."""
     learned = [column for column, row in table.iterrows() if row["testable"]]

@@ -147,7 +147,7 @@ def compute(runner, variants: Sequence[str] = (), seeds: Sequence[int] = (), spl
                                 {**{label: row.to_dict() for label, row in floor.iterrows()}, **best_rows}, alpha,
                                 tables.score_ranges(specs, groups)),
         verdicts, claims.assess_indicator_claims(correlation, list(scores.columns), alpha, untestable), details,
-        needs(verdicts, details), stats.operating_characteristics(paper, per_seed, untestable, PLANTED, runs, 0, alpha),
+        needs(verdicts, details, testable), stats.operating_characteristics(paper, per_seed, untestable, PLANTED, runs, 0, alpha),
         {})
     all_verdicts = list(result.verdicts["verdict"]) + list(result.indicator_verdicts["verdict"])
     result.cited = {
@@ -227,19 +227,26 @@ def effects_text(details: pd.DataFrame) -> pd.Series:
     return pd.Series({key: claim(rows) for key, rows in details.groupby("claim id", sort=False)}, dtype=object)
 
 
-def needs(verdicts: pd.DataFrame, details: pd.DataFrame) -> pd.DataFrame:
+def needs(verdicts: pd.DataFrame, details: pd.DataFrame, testable: pd.DataFrame | None = None) -> pd.DataFrame:
     """What each claim not decided would take, one row per claim (not testable or not decidable):
-    the reason, the columns no model learned (more scale, not more seeds), and the pretraining
-    seeds per variant that would decide it if the observed differences were true
-    (:func:`pe_book.stats.seeds_needed`)."""
+    the reason, the columns no model learned, of them those ``within reach`` of the gate
+    (:func:`pe_book.testability.within_reach` on the ``testable`` table: above every baseline in
+    the mean, kept out by the interval: more seeds) and the others (below a baseline: more scale,
+    not more seeds), and the pretraining seeds per variant that would decide it if the observed
+    differences were true (:func:`pe_book.stats.seeds_needed`)."""
     rows = {}
     open_claims = verdicts["verdict"].str.startswith("not decidable") | verdicts["verdict"].str.startswith(stats.NOT_TESTABLE)
     for key, row in verdicts[open_claims].iterrows():
         comparisons = details[details["claim id"] == key]
         not_learned = list(dict.fromkeys(comparisons.loc[comparisons["outcome"] == "not testable", "column"]))
+        reach = [c for c in not_learned if testable is not None and testability.within_reach(testable, c)]
+        below = [c for c in not_learned if c not in reach]
         if row["verdict"].startswith(stats.NOT_TESTABLE):
-            what = (f"models that learn {', '.join(not_learned)} beyond their baselines (more pretraining or "
-                    "fine-tuning data, or tasks that need word order)")
+            what = "; ".join(
+                ([f"models that learn {', '.join(below)} beyond their baselines (more pretraining or fine-tuning "
+                  "data, or tasks that need word order)"] if below else [])
+                + ([f"narrower intervals on {', '.join(reach)}, whose best variants are above every baseline in the "
+                    "mean (more pretraining seeds)"] if reach else []))
         elif row["verdict"] == stats.VARIANCE_UNKNOWN:
             what = "two pretraining seeds of some variant, to know the pretraining variance"
         elif math.isnan(row["seeds needed"]):
@@ -248,8 +255,9 @@ def needs(verdicts: pd.DataFrame, details: pd.DataFrame) -> pd.DataFrame:
             what = f"{row['seeds needed']:.0f} pretraining seeds a variant, if the observed differences are true"
         rows[key] = {"claim": row["claim"], "verdict": row["verdict"], "mean difference": row["mean difference"],
                      "MDE": row["MDE"], "seeds needed": row["seeds needed"],
-                     "not testable on": ", ".join(not_learned) or "none", "needs": what}
-    columns = ["claim", "verdict", "mean difference", "MDE", "seeds needed", "not testable on", "needs"]
+                     "not testable on": ", ".join(not_learned) or "none", "within reach": ", ".join(reach) or "none",
+                     "needs": what}
+    columns = ["claim", "verdict", "mean difference", "MDE", "seeds needed", "not testable on", "within reach", "needs"]
     return pd.DataFrame.from_dict(rows, orient="index", columns=columns).rename_axis("claim id")
 
 
@@ -257,7 +265,12 @@ def needs_text(table: pd.DataFrame, gpu: Profile) -> str:
     """:func:`needs` in words, with what ``gpu`` (the paper-scale profile) brings against it."""
     if not len(table):
         return "every claim about scores is decided at this scale"
-    not_learned = int(table["verdict"].str.startswith(stats.NOT_TESTABLE).sum())
+    untested = table["verdict"].str.startswith(stats.NOT_TESTABLE)
+    reach = table.get("within reach", pd.Series("none", index=table.index))
+    all_near = pd.Series([r != "none" and set(r.split(", ")) == set(on.split(", "))
+                          for r, on in zip(reach, table["not testable on"])], index=table.index, dtype=bool)
+    not_learned = int((untested & ~all_near).sum())
+    near = int((untested & all_near).sum())
     unknown = int((table["verdict"] == stats.VARIANCE_UNKNOWN).sum())
     seeds = table["seeds needed"].dropna()
     most = max(len(gpu.pretrain_seeds_for(v)) for v in gpu.variants)
@@ -269,6 +282,10 @@ def needs_text(table: pd.DataFrame, gpu: Profile) -> str:
                      f"seeds cannot mend: they need models that learn those tasks, such as the {gpu.name} profile's "
                      f"(hidden size {gpu.model['hidden_size']}, {gpu.model['num_hidden_layers']} layers, "
                      f"{tokens / 1e9:.1f} billion tokens a model)")
+    if near:
+        columns = ", ".join(dict.fromkeys(c for cell in reach[untested & all_near] for c in cell.split(", ")))
+        parts.append(f"{near} because on {columns} the best variant is above every baseline in the mean but its "
+                     "interval reaches below one: more pretraining seeds would narrow it")
     if unknown:
         parts.append(f"{unknown} because no variant has two pretraining seeds")
     if len(seeds):

@@ -77,3 +77,15 @@ def test_a_task_without_a_baseline_is_not_testable():
     table = testability.testability(per_seed, per_seed, {"a": ("bag of words", 40.0)}, {"g": ["a", "b"]}, 0.05)
     assert table.loc["a", "testable"] and not table.loc["b", "testable"]
     assert table.loc["b", "reason"] == "no baseline scores b" and table.loc["g", "reason"] == "no baseline scores b"
+
+
+def test_a_column_above_its_bar_in_the_mean_is_within_reach_of_more_seeds():
+    table = pd.DataFrame({"tasks": ["cloze", "cloze_v2", "cloze, cloze_v2", "cola"],
+                          "mean": [90.0, 70.0, 85.0, 40.0], "low": [60.0, 50.0, 60.0, 20.0],
+                          "baseline score": [85.0, 80.0, 82.5, 10.0], "gap": [30.0, 20.0, 25.0, -1.0],
+                          "testable": [False] * 4}, index=["cloze", "cloze_v2", "span", "cola"])
+    assert testability.within_reach(table, "cloze")  # above its bar in the mean, its low below: more seeds
+    assert not testability.within_reach(table, "cloze_v2")  # below its bar in the mean: more seeds cannot help
+    assert not testability.within_reach(table, "span"), "a group is within reach only where each of its tasks is"
+    assert not testability.within_reach(table, "cola"), "behind none in the mean"
+    assert not testability.within_reach(table, "absent")

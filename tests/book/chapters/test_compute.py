@@ -164,6 +164,22 @@ def test_baselines_text_reads_each_outcome():
     assert findings.baselines_text(table, "span", 0.05) == "no baseline scores the span column"
 
 
+def test_needs_tells_a_column_within_reach_of_more_seeds_from_one_no_model_learned():
+    verdicts = pd.DataFrame({"claim": ["c1", "c2"], "mean difference": [1.0, 2.0], "MDE": [math.nan] * 2,
+                             "seeds needed": [math.nan] * 2,
+                             "verdict": [stats.not_testable(["no model beats neighbour match on cloze"]),
+                                         stats.not_testable(["no model beats bag of words on sst2"])]}, index=["a", "b"])
+    details = pd.DataFrame({"claim id": ["a", "b"], "column": ["cloze", "sst2"], "outcome": ["not testable"] * 2})
+    testable = pd.DataFrame({"tasks": ["cloze", "sst2"], "mean": [90.0, 70.0], "baseline score": [85.0, 75.0],
+                             "gap": [30.0, math.nan]}, index=["cloze", "sst2"])
+    table = findings.needs(verdicts, details, testable)
+    assert table.loc["a", "within reach"] == "cloze" and "more pretraining seeds" in table.loc["a", "needs"]
+    assert table.loc["b", "within reach"] == "none" and table.loc["b", "needs"].startswith("models that learn sst2")
+    text = findings.needs_text(table, GPU)
+    assert "1 because no model beats the baselines of their columns" in text
+    assert "1 because on cloze the best variant is above every baseline in the mean" in text
+
+
 def test_needs_separates_what_no_model_learned_from_seeds():
     untestable = stats.not_testable(["no model beats bag of words on mrpc"])
     verdicts = pd.DataFrame({"claim": ["c1", "c2", "c3", "c4"], "mean difference": [1.0, 2.0, 0.5, 3.0],
