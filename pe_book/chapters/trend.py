@@ -230,10 +230,15 @@ def learned_by_budget(per_budget: Mapping[int, pd.DataFrame], selection: Mapping
     several tasks), the best variant (chosen on the validation scores ``selection``), its score, the
     lower end of its two-sided ``1 - alpha`` interval from its borrowed variance, the bar, and on
     order-sensitive columns the gap to ``control`` with its low. A column is *learned* when the low
-    is above the bar and, where held to the control, the gap's low above 0; a group when each of
-    its tasks is."""
+    is above the bar and, where held to the control, the gap's low above 0 (where the variance is
+    unknown: the score and the gap themselves, as :func:`pe_book.stats.learned` does); a group when
+    each of its tasks is."""
     bar = testability.column_bars(bars, groups)
     several = {name: tasks for name, tasks in groups.items() if len(tasks) > 1}
+
+    def half(variance_of_run: float, dof: float) -> float:
+        return float(stats.interval_halfwidth(math.sqrt(variance_of_run), dof, alpha))
+
     rows = []
     for tokens, per_seed in per_budget.items():
         found = {}
@@ -241,19 +246,20 @@ def learned_by_budget(per_budget: Mapping[int, pd.DataFrame], selection: Mapping
             means, chosen = _means(per_seed, column), _means(selection.get(tokens, pd.DataFrame()), column)
             if not means:
                 continue
-            best = max(chosen or means, key=(chosen or means).get)
+            pool = {v: x for v, x in chosen.items() if v in means} or means
+            best = max(pool, key=pool.get)
             dof = df.get(column, 0.0)
-            half = float(stats.interval_halfwidth(math.sqrt(_cell(variance, best, column)), dof, alpha))
+            score_half = half(_cell(variance, best, column), dof)
             tasks = several.get(column, [column])
             held = control in means and best != control and all(t in order_sensitive for t in tasks)
             gap = means[best] - means[control] if held else math.nan
-            gap_half = (float(stats.interval_halfwidth(math.sqrt(_cell(variance, best, column) + _cell(variance, control, column)),
-                                                       dof, alpha)) if held else math.nan)
-            beats = means[best] - half > bar[column][1] and (not held or gap - gap_half > 0)
+            gap_half = half(_cell(variance, best, column) + _cell(variance, control, column), dof) if held else math.nan
+            beats = np.nan_to_num(means[best] - score_half, nan=means[best]) > bar[column][1]
+            beats = beats and (not held or np.nan_to_num(gap - gap_half, nan=gap) > 0)
             if column in several:
                 beats = beats and all(found.get(t, {}).get("learned", False) for t in tasks)
             found[column] = {"tokens": tokens, "column": column, "best variant": best, "score": means[best],
-                             "low": means[best] - half, "baseline": bar[column][0], "baseline score": bar[column][1],
+                             "low": means[best] - score_half, "baseline": bar[column][0], "baseline score": bar[column][1],
                              "gap to none": gap, "its low": gap - gap_half, "learned": bool(beats)}
         rows += found.values()
     return pd.DataFrame(rows, columns=["tokens", "column", "best variant", "score", "low", "baseline", "baseline score",

@@ -124,6 +124,8 @@ def test_a_single_run_learns_a_column_only_where_its_borrowed_interval_clears_ev
     assert not near.set_index("column").loc["o", "learned"], "a score above the bar whose interval reaches below it"
     assert trend.learned_text(near) == "o, p at none of the budgets"
     assert trend.learned_text(near.iloc[:0]) == "no trend run is stored"
+    unknown = trend.learned_by_budget({1000: test[1000]}, {}, variance.iloc[:0], df, bars, {}, ["o"], 0.05)
+    assert unknown["learned"].all() and unknown["low"].isna().all(), "variance unknown: the score decides"
 
 
 def test_compute_reads_the_reference_model_of_the_same_key_and_borrows_its_variance(runner, profile):  # noqa: F811
