@@ -55,7 +55,8 @@ def compute(runner, variants: Sequence[str] = (), reference: str = "ape-learned"
     groups = tables.score_groups(specs)
     profile = runner.profile.with_seeds(seeds)
     read = list(dict.fromkeys([*names, *compared]))
-    per_seed, validation = (_scores(runner, read, specs, groups, seeds, s) for s in (split, "validation"))
+    finetuned = common.finetuned_payloads(runner, read, specs, seeds)
+    per_seed, validation = (_scores(finetuned, specs, groups, s) for s in (split, "validation"))
     testable = testability.gate(runner, per_seed, validation, specs, groups, split)
     gaps = {group: claims.cls_gap(per_seed, reference, pairs, group, testability.untestable(testable))
             for group in groups}
@@ -73,9 +74,8 @@ def compute(runner, variants: Sequence[str] = (), reference: str = "ape-learned"
     return result
 
 
-def _scores(runner, names: list[str], specs: dict, groups: dict, seeds: Sequence[int], split: str) -> pd.DataFrame:
-    """Per-seed task scores of ``names`` on ``split`` and the averages of ``groups``."""
-    finetuned = common.finetuned_payloads(runner, names, specs, seeds)
+def _scores(finetuned: dict, specs: dict, groups: dict, split: str) -> pd.DataFrame:
+    """Per-seed task scores of the ``finetuned`` payloads on ``split`` and the averages of ``groups``."""
     records = tables.score_records(finetuned, {t: s.meta.kind for t, s in specs.items()}, split)
     return tables.per_seed_scores(records, groups)
 

@@ -266,9 +266,8 @@ def needs_text(table: pd.DataFrame, gpu: Profile) -> str:
     if not len(table):
         return "every claim about scores is decided at this scale"
     untested = table["verdict"].str.startswith(stats.NOT_TESTABLE)
-    reach = table.get("within reach", pd.Series("none", index=table.index))
-    all_near = pd.Series([r != "none" and set(r.split(", ")) == set(on.split(", "))
-                          for r, on in zip(reach, table["not testable on"])], index=table.index, dtype=bool)
+    reach = table["within reach"]
+    all_near = (reach != "none") & (reach == table["not testable on"])  # both list the same columns in one order
     not_learned = int((untested & ~all_near).sum())
     near = int((untested & all_near).sum())
     unknown = int((table["verdict"] == stats.VARIANCE_UNKNOWN).sum())
