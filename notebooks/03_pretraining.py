@@ -36,7 +36,9 @@ import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import notebook
+import numpy as np
+
+from pe_book import notebook, plateau
 from pe_book.chapters import common, pretraining
 
 notebook.record_names(globals())
@@ -45,18 +47,20 @@ notebook.record_names(globals())
 # ## Parameters
 #
 # `profile` chooses the artifacts (its folder of `results/`); `variants` restricts the chapter to some
-# position embeddings (empty: all of the profile's). Rerun with, e.g.,
+# position embeddings (empty: all of the profile's); `trend_profile` names the longer runs of the
+# scale trend (chapter {ref}`scale`), shown beside the others where they are stored. Rerun with, e.g.,
 # `papermill book/03_pretraining.ipynb out.ipynb -p profile cpu`.
 
 # %% tags=["parameters"]
 profile: str = "smoke"  # results profile (smoke, cpu or gpu)
 variants: list[str] = []  # position embeddings to show; empty: the profile's (see `pe-book variants --all`)
 results: str = "results"  # folder of the artifact store
+trend_profile: str = ""  # the longer runs of the scale trend ("trend"); empty: not shown
 
 # %% tags=["hide-input"]
 params = notebook.check_notebook_parameters(globals())
 runner = common.open_runner(profile, results)
-result = pretraining.compute(runner, variants)
+result = pretraining.compute(runner, variants, common.open_runner(trend_profile, results) if trend_profile else None)
 notebook.glue("profile_name", profile)
 notebook.glue_all(result.cited)
 common.data_used(params, runner)
@@ -168,4 +172,90 @@ notebook.glue("seed_note", seed_note)
 # profile the models stay close to the uniform guess ({glue:text}`log_vocab:.2f` nats): they only
 # show that the pipeline runs end to end. The cpu profile (`pe-book book --profile cpu`) is this
 # project's reproduction.
+# ```
+
+# %% [markdown]
+# ## When each model leaves none's plateau
+#
+# Without a position embedding a masked-language model can only learn which words go together,
+# and its validation loss settles on a **plateau**: that of `none`. A model that learns to use
+# word order goes below it. The plateau is the mean validation loss of none's
+# {glue:text}`plateau_none_seeds` pretraining seeds at each evaluation step, and a model has
+# **left** it at the first evaluation step from which its validation loss stays more than a
+# margin below the plateau, at every later evaluation (a dip that comes back, or a loss spike,
+# does not count). The margin is {glue:text}`plateau_margin_text`. A model still within the
+# margin at its last evaluation **did not leave** within its budget of {glue:text}`escape_budget:,.0f`
+# steps, and gets no step. The models are evaluated every {glue:text}`plateau_every:,.0f` steps, the
+# first time at step {glue:text}`plateau_first_step:,.0f`: a step says when, to within that interval.
+# The rule and its reasons are in `pe_book.plateau`.
+#
+# Of the models pretrained for {glue:text}`escape_budget:,.0f` steps here, {glue:text}`plateau_text`.
+# The table gives each variant's escape step per pretraining seed (in seed order) and their mean
+# with an interval: a t interval over the seeds ({glue:text}`plateau_level`, clipped to the steps
+# evaluated) with three seeds or more, the range (smallest to largest) with two, none with one;
+# where some seed did not leave, only how many did. {numref}`fig-plateau` shows every seed's
+# curve, and chapter {ref}`findings` sets the APE models' escape steps beside their fine-tuning
+# scores.
+
+# %% tags=["hide-input"]
+c = result.cited
+result.escapes.shown()
+
+# %% tags=["hide-input"]
+escapes = result.escapes
+families = [f for f in plateau.FAMILIES if f in set(escapes.curves["family"])]
+panels = [(f, escapes) for f in families] + ([("trend", result.trend)] if result.trend is not None else [])
+ncols = 3
+fig, axes = plt.subplots(math.ceil(len(panels) / ncols), ncols, figsize=(11, 3.2 * math.ceil(len(panels) / ncols)),
+                         constrained_layout=True, sharey=True, squeeze=False)
+for ax, (family, found) in zip(axes.flat, panels):
+    base = found.none_plateau
+    steps, loss = np.array(base.steps), np.array(base.loss)
+    ax.fill_between(steps, loss - base.margin, loss + base.margin, color="grey", alpha=0.35, lw=0)
+    ax.plot(steps, loss, color="black", lw=0.8)
+    part = found.curves if family == "trend" else found.curves[found.curves["family"] == family]
+    for i, (variant, runs) in enumerate(part.groupby("variant", sort=False)):
+        for j, (seed, run) in enumerate(runs.groupby("pretraining seed")):
+            ax.plot(run["step"], run["loss"], color=f"C{i}", lw=1, ls=("-", "--", ":", "-.")[j % 4],
+                    label=variant if j == 0 else None)
+            step = found.table.loc[(variant, seed), "escape"]
+            if step is not None:
+                ax.plot(step, run.set_index("step")["loss"][step], "o", color=f"C{i}", ms=4)
+    ax.set_title(f"profile {trend_profile}: {c['trend_budget']:,} steps" if family == "trend" else family, fontsize=10)
+    ax.set_xlabel("step", fontsize=9)
+    ax.tick_params(labelsize=8)
+    ax.legend(fontsize=7, loc="upper right")
+for ax in axes[:, 0]:
+    ax.set_ylabel("validation MLM loss (nats)", fontsize=9)
+for ax in axes.flat[len(panels):]:
+    ax.set_axis_off()
+notebook.glue("fig_plateau", fig)
+plt.close(fig)
+
+
+def trend_text(found):
+    """When the trend profile's runs left their none's plateau, in words (found: their Escapes, or None)."""
+    if not trend_profile:
+        return "The longer runs of the scale trend are not shown here (the parameter `trend_profile` is empty)."
+    if found is None:
+        return f"Profile {trend_profile} stores no pretraining of none yet, so its runs are not shown."
+    rows = found.table[found.table["family"] != plateau.NONE]
+    runs = "; ".join(f"{v} (seed {p}) " + (f"left it at step {s:,}" if s is not None else f"did not leave it within {b:,} steps")
+                     for (v, p), s, b in zip(rows.index, rows["escape"], rows["budget"]))
+    return (f"The last panel shows profile {trend_profile}'s runs of {c['trend_budget']:,} steps over the plateau of "
+            f"its own none, whose margin is {pretraining.margin_text(found.none_plateau)}: {runs}.")
+
+
+notebook.glue("trend_plateau_text", trend_text(result.trend))
+
+# %% [markdown]
+# ```{glue:figure} fig_plateau
+# :alt: Validation loss against step for every pretraining seed, one panel per family of position embedding, over none's plateau
+# :name: fig-plateau
+#
+# Validation MLM loss of every pretraining seed of profile {glue:text}`profile_name`, one panel
+# per family of position embedding (a colour per variant, a line style per seed), over none's
+# plateau (black: the mean of none's seeds; grey band: the plateau plus and minus the margin of
+# {glue:text}`plateau_margin:.3f` nats). A dot marks where a seed left the plateau: below the
+# band, and below it at every later evaluation. {glue:text}`trend_plateau_text`
 # ```

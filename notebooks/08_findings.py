@@ -43,7 +43,7 @@ from IPython.display import display
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import notebook, tables
+from pe_book import notebook, stats, tables
 from pe_book.chapters import common, findings, trend
 
 notebook.record_names(globals())
@@ -138,46 +138,55 @@ plt.close(fig)
 # ## Which columns the models learned
 #
 # A comparison between position embeddings means something only where the models have learned
-# the task, beyond what cheap rules and models that need no word order achieve. A column (a task
-# or a group) is **testable** when its best variant, chosen on the validation split, beats
-# **every** baseline of the column beyond its interval on the {glue:text}`split` split ("low" is
-# the lower end of the variant's two-sided interval at level $1 - \alpha$): the best constant,
-# the bag of words, and for spans every fixed rule, the rule that reads word order ("neighbour
-# match") included, since a model that does not beat a cheap rule has not shown that it learned
-# more than the rule. "baseline" names the best of them (a group's bar is the mean of its tasks'
-# bars). On a column whose tasks need word order the best variant must also beat the `none`
-# variant (the control: a model fine-tuned like the others that cannot see word order, and on a
-# span task often better than every order-free rule) beyond the interval of their difference
-# ("gap to none", with "its low" the lower end of that interval). A group is testable only when
-# each of its tasks is. Verdicts rest only on testable columns (`pe_book.testability` holds
-# the rule, and chapter {ref}`cls-untying` passes the same gate): {glue:text}`testable_text`.
+# the task beyond what needs no word order. A column (a task or a group) is **testable** when its
+# best variant, chosen on the validation split among the variants with at least
+# {glue:text}`gate_seeds` pretraining seeds (a variant with fewer has no pretraining variance of
+# its own, and its interval would borrow the others'), beats **every order-free** baseline of
+# each of its tasks beyond its interval on the {glue:text}`split` split ("low" is the lower end of
+# the variant's two-sided {glue:text}`gate_interval`): the best constant, the bag of words, and
+# for spans every fixed rule that ignores word order. "baseline" names the best of them (a group's
+# bar is the mean of its tasks' bars). On a column whose tasks need word order the best variant
+# must also beat the `none` variant (the control: a model fine-tuned like the others that cannot
+# see word order, and on a span task often better than every order-free rule) beyond the interval
+# of their difference ("gap to none", with "its low" the lower end of that interval). A group is
+# testable only when each of its tasks is. A rule that reads word order ("neighbour match" on the
+# cloze tasks) is a cheap model that uses positions, not an order-free baseline: it never gates,
+# and the table shows it as a "reference", with where the best variant's interval stands against
+# it ("above", "below" or "within the interval"). Verdicts rest only on testable columns
+# (`pe_book.testability` holds the rule, and chapter {ref}`cls-untying` passes the same gate):
+# {glue:text}`testable_text`.
 
 # %% tags=["hide-input"]
+GATE_LOW = f"low ({result.cited['gate_interval']})"  # the level of the gate's intervals, from the code that computed them
 (result.testable.assign(testable=[common.yes_no(row["testable"]) + (f": {row['reason']}" if row["reason"] else "")
                                   for _, row in result.testable.iterrows()])
- .drop(columns=["control", "reason"]).rename(columns={"gap": "gap to none", "gap low": "its low"})
- .style.format({"mean": "{:.1f}", "low": "{:.1f}", "baseline score": "{:.1f}", "gap to none": "{:+.1f}",
-                "its low": "{:+.1f}"}, na_rep="n/a")
+ .drop(columns=["control", "reason", "high", "level"])
+ .rename(columns={"low": GATE_LOW, "gap": "gap to none", "gap low": "its low", "against reference": "best variant vs reference"})
+ .style.format({"mean": "{:.1f}", GATE_LOW: "{:.1f}", "baseline score": "{:.1f}", "gap to none": "{:+.1f}",
+                "its low": "{:+.1f}", "reference score": "{:.1f}"}, na_rep="n/a")
  .set_properties(subset=["testable"], **{"text-align": "left"}).set_table_attributes('class="dataframe"'))
 
 # %% [markdown]
 # ## Against the baselines
 #
-# The table below sets the best variant of each column (chosen on the
-# validation split, scored on the {glue:text}`split` split) against every baseline of chapters
-# {ref}`classification` and {ref}`span-prediction`: the best constant predictor, the bag of
-# words (a logistic or ridge regression on word counts, which knows nothing of order), for
-# spans fixed rules, then the best order-free baseline of each task and the best of all (the bar
-# of the gate above), each averaged over a group's tasks.
-# The variant's interval comes from the same variance as the claims'
-# tests below, Bonferroni-corrected over the baselines of its column; a baseline is one
-# deterministic fit on the same examples, taken as exact. {glue:text}`baselines_text` In the
-# table, "difference" is the variant's mean minus the baseline's score (percentage points), "low"
-# and "high" bound the variant's mean, within the values a score can take (0 to 100; -100 to 100
-# for a correlation).
+# The table below sets the best variant of each column (the gate's: chosen on the validation
+# split among the variants with at least {glue:text}`gate_seeds` pretraining seeds, scored on the
+# {glue:text}`split` split) against every baseline of chapters {ref}`classification` and
+# {ref}`span-prediction`, each averaged over a group's tasks: the best constant predictor, the bag
+# of words (a logistic or ridge regression on word counts, which knows nothing of order) and for
+# spans the fixed rules. "role" tells the order-free baselines (the gate's bars) from the rules
+# that read word order, shown as references. The variant's interval comes from the same variance
+# as the claims' tests below, Bonferroni-corrected over the distinct baselines of its column (each
+# counted once; "interval" names its level); a baseline is one deterministic fit on the same
+# examples, taken as exact. {glue:text}`baselines_text` In the table, "difference" is the
+# variant's mean minus the baseline's score (percentage points), "low" and "high" bound the
+# variant's mean, within the values a score can take (0 to 100; -100 to 100 for a correlation).
 
 # %% tags=["hide-input"]
-(result.against_baselines.assign(baseline=result.against_baselines["baseline"].str.removeprefix("baseline: "))
+against = result.against_baselines
+(against.assign(baseline=against["baseline"].str.removeprefix("baseline: "),
+                level=[stats.interval_label(level, over, what="baselines") for level, over in zip(against["level"], against["over"])])
+ .drop(columns="over").rename(columns={"level": "interval"})
  .style.format({"mean": "{:.1f}", "low": "{:.1f}", "high": "{:.1f}", "baseline score": "{:.1f}",
                 "difference": "{:+.1f}"}, na_rep="n/a").hide(axis="index")
  .set_table_attributes('class="dataframe"'))
@@ -278,7 +287,8 @@ COUNTED = {"quantifier": "quantifier", "comparisons": "n", "in claimed direction
 # %% [markdown]
 # The first table gives, for each claim about scores, its verdict, the columns it does not rest
 # on (not testable), the smallest and the largest effect in the claimed direction with their
-# Bonferroni intervals ("effects", a single one for a claim of one comparison) and the mean
+# Bonferroni intervals ("effects", a single one for a claim of one comparison, then the intervals'
+# level and the number of testable comparisons it is corrected over) and the mean
 # difference over its comparisons ("mean diff."; both in percentage points of the task scores of
 # chapters {ref}`classification` and {ref}`span-prediction`). The second gives its quantifier, how
 # many comparisons it has ($n$), how many go in the claimed direction at all, how many are decided
@@ -327,11 +337,11 @@ COUNTED = {"quantifier": "quantifier", "comparisons": "n", "in claimed direction
 # ### What the undecided claims would need
 #
 # A claim is not decided for one of three reasons, and each asks for something else. Where no
-# model beats the baselines of the claim's columns, either the best variant is below a baseline
-# in the mean, and the models have not learned what the claim is about: more seeds of the same
+# model beats the order-free baselines of the claim's columns, either the best variant is below
+# one in the mean, and the models have not learned what the claim is about: more seeds of the same
 # models cannot help, it takes models that learn it, more pretraining (chapter {ref}`scale`
-# measures what each budget gives) or more fine-tuning data. Or it is above every baseline in the
-# mean but its interval reaches below one ("within reach"): more pretraining seeds narrow that
+# measures what each budget gives) or more fine-tuning data. Or it is above every order-free
+# baseline in the mean but its interval reaches below one ("within reach"): more pretraining seeds narrow that
 # interval. Where no variant has two
 # pretraining seeds, the pretraining variance is unknown. Otherwise the effects are smaller than
 # the seeds can resolve, and the table gives the pretraining seeds a variant (each model fine-tuned
@@ -386,11 +396,60 @@ if trended is not None:
 # ### Every comparison
 #
 # The comparisons behind each verdict, one table a claim: the effect (expected higher minus
-# expected lower, percentage points) with its Bonferroni interval, Holm's corrected p within the
-# claim (which decides), the outcome, the MDE, and where the variance came from.
+# expected lower, percentage points) with its Bonferroni interval (the column's heading gives its
+# level), Holm's corrected p within the claim (which decides), the outcome, the MDE, and where the
+# variance came from.
 
 # %% tags=["hide-input", "hide-output"]
 for claim_id, rows in common.with_intervals(result.details, "low", "high").groupby("claim id", sort=False):
-    display(rows.drop(columns=["claim id", "p"]).rename(columns={"expected higher": "higher", "expected lower": "lower"})
+    level = stats.interval_label(rows["level"].iloc[0], rows["over"].iloc[0], what="comparisons")
+    display(rows.drop(columns=["claim id", "p", "level", "over"])
+            .rename(columns={"expected higher": "higher", "expected lower": "lower", "interval": level})
             .style.format({"difference": "{:+.2f}", "p (Holm)": "{:.3f}", "MDE": "{:.1f}"}, na_rep="n/a")
             .hide(axis="index").set_caption(claim_id).set_table_attributes('class="dataframe"'))
+
+# %% [markdown]
+# ## When the models learn position
+#
+# Chapter {ref}`pretraining` measures when each pretraining leaves the plateau of the model
+# without position embedding: the first evaluation step from which its validation loss stays more
+# than {glue:text}`plateau_margin:.3f` nats below none's (a margin set from none's own seeds; the
+# rule is in `pe_book.plateau`). Of the models pretrained for {glue:text}`escape_budget:,.0f` steps
+# here, {glue:text}`plateau_text`. The models whose scores the claims compare have therefore not
+# all been learning position for the same number of steps, and an APE model's pretraining seed
+# decides when it starts: its scores may record when that seed escaped as much as what its
+# position embedding can do.
+#
+# The first table sets the escape step of each of the {glue:text}`ape_n` pretrainings of an APE
+# alone beside its scores (the mean over its fine-tuning seeds, {glue:text}`split` split, per task
+# and per group of several tasks); the second gives Spearman's $\rho$ between the escape step and
+# each score column over those pretrainings (a pretraining that did not leave ranks after every
+# one that did), with Holm's correction over the {glue:text}`escape_rho_columns` columns.
+# {glue:text}`escape_rho_text`
+
+# %% tags=["hide-input"]
+def escape_rho_text(relation, alpha):
+    """Spearman's rho between the APE-only pretrainings' escape steps and their scores, in words."""
+    table = relation.correlation.dropna(subset=["rho"])
+    if not len(table):
+        return ("No rank correlation is defined here: it needs three APE-only pretrainings or more, with escape steps "
+                "and scores that vary.")
+    each = "; ".join(f"{column} ρ = {row['rho']:+.2f} (p = {row['p']:.2f})" for column, row in table.iterrows())
+    decided = table[table["p (Holm)"] < alpha]
+    start = f"Over the {relation.cited['escape_rho_n']} pretrainings: {each}."
+    if len(decided):
+        found = ", ".join(f"{column} (ρ = {row['rho']:+.2f}: {'later' if row['rho'] < 0 else 'earlier'} escapes, lower "
+                          f"scores; Holm p = {row['p (Holm)']:.3f})" for column, row in decided.iterrows())
+        return f"{start} After Holm's correction the escape step goes with the score on {found}, at level {alpha:g}."
+    return (f"{start} None is decided at level {alpha:g} after Holm's correction: at this number of pretrainings the "
+            "spread of the APE models' scores between seeds is not shown to follow when each seed escaped (so few "
+            "pretrainings can detect only a strong rank correlation).")
+
+
+notebook.glue("escape_rho_text", escape_rho_text(result.plateau, alpha))
+display(result.plateau.per_model.rename(columns={"escape": "escape step"})
+        .style.format({c: "{:.1f}" for c in result.plateau.per_model.columns if c != "escape"}, na_rep="n/a")
+        .set_table_attributes('class="dataframe"'))
+(result.plateau.correlation.rename(columns={"rho": "ρ"})
+ .style.format({"ρ": "{:+.2f}", "p": "{:.3f}", "p (Holm)": "{:.3f}"}, na_rep="n/a")
+ .set_table_attributes('class="dataframe"'))

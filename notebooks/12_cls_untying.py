@@ -92,9 +92,11 @@ common.data_used(params, runner, result.tasks)
 # {glue:text}`seed_design`.
 #
 # A verdict rests only on a column the models learned, by the gate of {ref}`findings`: the best
-# variant (of every variant read) beats every baseline of the column beyond its interval and,
-# where the tasks need word order, the `none` variant. Here {glue:text}`testable_text`; on the
-# other columns both verdicts read "not testable at this scale".
+# variant (of the variants read that have a pretraining variance of their own) beats every
+# order-free baseline of each of the column's tasks beyond its interval and, where the tasks need
+# word order, the `none` variant; a rule that reads word order is a reference there, never a
+# bar. Here {glue:text}`testable_text`; on the other columns both verdicts read "not testable at
+# this scale".
 
 # %% tags=["hide-input"]
 tables.style_summary(result.summary)
@@ -108,9 +110,10 @@ tables.style_summary(result.summary)
 # *untying helps* (the untied variant beats the tied one) and *reference still ahead* (the
 # reference beats the untied variant). The two comparisons of a pair are one family: intervals
 # from both pretraining and fine-tuning seeds, Holm's correction over the two, Bonferroni
-# intervals. Untying **narrows** the gap when both are supported, **closes** it when it helps and
-# no remaining gap is detected, **reverses** it when the untied variant is shown ahead of the
-# reference, and **widens** it when the untied variant is shown behind the tied one. The intervals
+# intervals ("its level" names each one's). Untying **narrows** the gap when both are supported,
+# **closes** it when it helps and no remaining gap is detected, **reverses** it when the untied
+# variant is shown ahead of the reference, and **widens** it when the untied variant is shown
+# behind the tied one. The intervals
 # use the variance of {ref}`findings`, pooled over every variant read.
 
 # %% tags=["hide-input"]
@@ -121,7 +124,7 @@ split = list(gap.columns).index("share closed") + 1  # the scores and the gap, t
 
 # %% tags=["hide-input"]
 (common.with_intervals(cls_untying.verdicts_shown(gap.iloc[:, split:]), "gain low", "gain high", "its interval", digits=1)
- .style.format({"gain": "{:+.1f}"}, na_rep="—").set_table_attributes('class="dataframe"'))
+ .rename(columns={"gain level": "its level"}).style.format({"gain": "{:+.1f}"}, na_rep="—").set_table_attributes('class="dataframe"'))
 
 # %% tags=["hide-input"]
 columns = list(result.groups)

@@ -39,7 +39,7 @@ import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import notebook, plots
+from pe_book import notebook, plots, stats
 from pe_book.chapters import common, scale, trend
 
 notebook.record_names(globals())
@@ -486,7 +486,7 @@ def trend_status(t):
 
 
 notebook.glue("trend_status", trend_status(trended))
-notebook.glue("trend_alpha", alpha)
+notebook.glue("trend_interval", stats.interval_label(1 - alpha))  # the level of each pointwise interval
 if trended is None:
     fig, ax = plt.subplots(figsize=(6, 1.2))
     ax.set_axis_off()
@@ -510,8 +510,8 @@ plt.close(fig)
 # in the reference profile at its budget (pretraining plus fine-tuning variance, from its seeds:
 # `pe_book.chapters.trend`), assumed the same at every budget; a difference of two runs adds both.
 # The figure gives, per task and per group of tasks, the differences `rpe-learned − ape-learned`
-# and `ape-learned − none` against pretraining tokens, with pointwise intervals at level
-# {glue:text}`trend_alpha`.
+# and `ape-learned − none` against pretraining tokens, each with its pointwise
+# {glue:text}`trend_interval`.
 #
 # ```{glue:figure} fig_trend
 # :alt: The differences rpe-learned minus ape-learned and ape-learned minus none, per task, against pretraining tokens on a log axis
@@ -543,12 +543,13 @@ notebook.glue("trend_learned_text", trended.cited["trend_learned_text"] if trend
 
 # %% [markdown]
 # Would more pretraining make the columns testable that no model learned at the reference's
-# budget ({ref}`findings`)? The table applies the gate of the findings, every baseline and, on the
-# tasks that need word order, `none`, to the single runs at each budget: the best of the three
-# variants (chosen on the validation split), its test score and the lower end ("low") of its
-# interval at level {glue:text}`trend_alpha` from the borrowed variance of one run, the best
-# baseline of the column, and the gap to `none` with its low. A single run learned a column beyond
-# every baseline at: {glue:text}`trend_learned_text`. Where a run's score passes the bar but its
+# budget ({ref}`findings`)? The table applies the gate of the findings, every order-free baseline
+# (a rule that reads word order is no bar) and, on the tasks that need word order, `none`, to the
+# single runs at each budget: the best of the three variants (chosen on the validation split), its
+# test score and the lower end ("low") of its {glue:text}`trend_interval` from the
+# borrowed variance of one run, the best order-free baseline of the column, and the gap to `none`
+# with its low. A single run learned a column beyond every order-free baseline at:
+# {glue:text}`trend_learned_text`. Where a run's score passes the bar but its
 # interval reaches below it, one run's variance (borrowed from the reference's seeds) is too wide
 # to decide; more pretraining seeds at that budget would narrow it.
 

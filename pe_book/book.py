@@ -49,7 +49,7 @@ BOOK_PROFILES: dict[str, dict[str, dict[str, Any]]] = {
             "n_words": 50,
         },
         "02_sinusoid": {"profile": "cpu", "max_offset": 256, "n_bases": 61},
-        "03_pretraining": {"profile": "cpu"},
+        "03_pretraining": {"profile": "cpu", "trend_profile": "trend"},
         "04_dot_products": {"profile": "cpu"},
         "05_probing": {"profile": "cpu"},
         "06_classification": {"profile": "cpu"},

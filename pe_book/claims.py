@@ -26,7 +26,7 @@ import pandas as pd
 
 from pe_book.experiments.profiles import COMBINATIONS, PAPER_VARIANTS, SINGLE_PES
 from pe_book.stats import (CONTRADICTED, NOT_TESTABLE, NOT_TESTED, SUPPORTED, UNDECIDED, VARIANCE_UNKNOWN, Claim,
-                           Comparison, best_on, compare_family, holm, not_testable)
+                           Comparison, best_on, compare_family, holm, interval_label, not_testable)
 from pe_book.tables import ORDER_SENSITIVE_CLASSIFICATION, SPAN, summarise
 from pe_lib.positions import parse_variant
 
@@ -123,7 +123,8 @@ def cls_gap(per_seed: pd.DataFrame, reference: str, pairs: Mapping[str, str], co
     on ``column``? One row per ``untied -> tied`` pair: the three variant means, the gap before
     (``reference - tied``) and after (``reference - untied``), the share of the gap closed
     ``(untied - tied) / (reference - tied)`` (NaN when there is no gap), the gain of untying with
-    its interval, and the verdicts of "untied beats tied" and "the reference still beats untied":
+    its interval and the interval's level (``gain level``, :func:`~pe_book.stats.interval_label`),
+    and the verdicts of "untied beats tied" and "the reference still beats untied":
     the two comparisons of a pair are one family of :func:`~pe_book.stats.compare_family`
     (Holm over the two, Bonferroni intervals). ``untestable``: column -> why no model learned it
     (:func:`pe_book.testability.untestable`); there both verdicts are "not testable"."""
@@ -148,6 +149,8 @@ def cls_gap(per_seed: pd.DataFrame, reference: str, pairs: Mapping[str, str], co
                         "gain": mean(untied) - mean(tied),
                         "gain low": helps_row["low"] if helps_row is not None else math.nan,
                         "gain high": helps_row["high"] if helps_row is not None else math.nan,
+                        "gain level": interval_label(helps_row["level"], helps_row["over"], what="comparisons")
+                        if helps_row is not None and not math.isnan(helps_row["low"]) else "no interval",
                         "untying helps": helps, "reference still ahead": remains,
                         "conclusion": _gap_conclusion(gap, helps, remains)}
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("untied variant")

@@ -4,8 +4,9 @@ committed results, between two markers of ``README.md`` (``pe-book publish readm
 Its first line states the scale every verdict holds at (model size, pretraining tokens, tasks,
 seeds). The figure is the paper's (learned dot products of position and offset vectors after
 pretraining, chapter 04); the table is the verdict on each of the paper's claims with its smallest
-and largest effect and their intervals, its mean difference and the smallest effect the seeds
-could detect, followed by which columns the models learned beyond every baseline, the
+and largest effect and their intervals (each saying its level), its mean difference and the
+smallest effect the seeds could detect, followed by which columns the models learned beyond every
+order-free baseline (the rules that read word order beside them as references, never bars), the
 rule's simulated false-verdict rate and power, and the best variant against the baselines
 (chapter 08). Nothing is
 computed: a profile whose results are incomplete is refused. ``pe-book publish readme --check``
@@ -45,11 +46,30 @@ def markdown(table: pd.DataFrame) -> str:
 
 
 def control_text(row) -> str:
-    """``", 12.3 above none (low 4.5)"``: the best variant's gap to the control variant of a
-    testability row, when the row has one and a gap was measured."""
+    """``", +12.3 over none (low +4.5, 95% interval)"``: the best variant's gap to the control
+    variant of a testability row, when the row has one and a gap was measured."""
     if not isinstance(row["control"], str) or row["control"] == row["best variant"] or row["gap"] != row["gap"]:
         return ""
-    return f", {row['gap']:+.1f} over {row['control']} (low {row['gap low']:+.1f})"
+    return f", {row['gap']:+.1f} over {row['control']} (low {row['gap low']:+.1f}, {stats.interval_label(row['level'])})"
+
+
+def reference_text(row) -> str:
+    """``"; neighbour match 82.5, which reads word order (a reference, not a bar): within the
+    interval"``: the rule that reads word order beside a testability row and where its best
+    variant stands against it, when the row has one."""
+    if not isinstance(row["reference"], str):
+        return ""
+    return (f"; {row['reference']} {row['reference score']:.1f}, which reads word order (a reference, not a bar): "
+            f"{row['against reference']}")
+
+
+def learned_line(column: str, row) -> str:
+    """One column of the gate (a row of :func:`pe_book.testability.testability`) in words."""
+    interval = ("no interval: pretraining variance unknown" if row["low"] != row["low"]
+                else f"low {row['low']:.1f}, {stats.interval_label(row['level'])}")
+    return (f"{column} ({row['tasks']}): " + ("learned: " if row["testable"] else "not testable: ")
+            + f"{row['best variant']} {row['mean']:.1f} ({interval}) against {row['baseline']} "
+            f"{row['baseline score']:.1f}" + control_text(row) + reference_text(row))
 
 
 def verdict_cell(verdict: str, not_testable_on: str) -> str:
@@ -66,10 +86,7 @@ def headline_block(runner, figure: str) -> str:
                                                                                  result.verdicts["not testable on"])])
     table = table[list(COLUMNS)].rename(columns=COLUMNS)
     profile = runner.profile.name
-    learned = [f"{column} ({row['tasks']}): " + ("learned: " if row["testable"] else "not testable: ")
-               + f"{row['best variant']} {row['mean']:.1f} (low {row['low']:.1f}) against {row['baseline']} "
-               f"{row['baseline score']:.1f}" + control_text(row)
-               for column, row in result.testable.iterrows() if column in result.groups]
+    learned = [learned_line(column, row) for column, row in result.testable.iterrows() if column in result.groups]
     return "\n".join([
         START,
         f"**Scale of the `{profile}` run, at which every verdict below holds:** {result.cited['scale_text']}.",
@@ -77,13 +94,15 @@ def headline_block(runner, figure: str) -> str:
         f"![The paper's figure after pretraining, profile {profile}]({figure})",
         "",
         f"The paper's claims against the `{profile}` run (verdicts by the rule of the findings chapter, only on "
-        "columns the models learned beyond every baseline):",
+        "columns the models learned beyond every order-free baseline and, where the tasks need word order, beyond "
+        "`none`):",
         "",
         markdown(table),
         "",
-        "Which columns the models learned (best variant, chosen on the validation split, against the best "
-        "baseline of each task, the rules that read word order included, and, where the tasks need word "
-        "order, its gap to `none`, the variant that cannot see order):",
+        "Which columns the models learned (best variant, chosen on the validation split among the variants with "
+        f"at least {stats.GATE_SEEDS} pretraining seeds, against the best order-free baseline of each task and, "
+        "where the tasks need word order, its gap to `none`, the variant that cannot see order; a rule that reads "
+        "word order is a cheap model that uses positions, shown as a reference and never a bar):",
         "",
         *(f"- {line}" for line in learned),
         "",

@@ -100,23 +100,31 @@ claim the fewest at which the quantifier's rule would decide it if each comparis
 in its observed sign from its own count on.
 
 *Verdicts only where the models learned.* A comparison between position embeddings says
-something only on a column that the models have learned beyond cheap rules and what needs no
-word order. A column is *testable* (:func:`learned`, :mod:`pe_book.testability`) when the best
-variant, chosen on the validation split, beats **every** baseline of the column (best constant,
-bag of words, a random candidate answer, the absent-word rule, and the neighbour-match rule, which
-reads word order) beyond its ``1 - alpha`` interval on the tested split, and, on a
+something only on a column that the models have learned beyond what needs no word order. A column
+is *testable* (:func:`learned`, :mod:`pe_book.testability`) when the best variant, chosen on the
+validation split among the variants with at least :data:`GATE_SEEDS` pretraining seeds
+(:func:`best_variant`: one with fewer would borrow the others' pretraining variance), beats
+**every order-free** baseline of the column (best constant, bag of words, a random candidate
+answer, the absent-word rule) beyond its ``1 - alpha`` interval on the tested split, and, on a
 column whose tasks need word order, the ``none`` variant (a model that cannot see order, fine-tuned
-like the others: on a span task it can beat every cheap rule) beyond the interval of their difference.
-Comparisons on other columns keep their effects but enter no decision: they leave the family
+like the others: on a span task it can beat every cheap rule) beyond the interval of their
+difference. A rule that reads word order (neighbour match,
+``pe_book.experiments.baselines.reads_order``) is a cheap position-using model, not an order-free
+baseline: it stays beside the models as a reference, with their standing against it, and never
+gates. Comparisons on other columns keep their effects but enter no decision: they leave the family
 (Holm's ``K`` counts only testable comparisons) and a claim with none testable is "not testable at
 this scale: no model beats <baseline> on <column>", never "contradicted". Verdicts that are given
 read "supported at this scale" and "contradicted at this scale": they are about models of the
 size, pretraining and tasks of the run, which the book states beside them.
+
+*Every interval says its level* where it is shown (:func:`interval_label`): "95% interval" at
+``1 - alpha``, "98.8% interval (Bonferroni over 4)" for one of 4 simultaneous intervals; the tables
+carry the ``level`` they were computed at and the number of comparisons it is corrected ``over``.
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -131,6 +139,15 @@ UNDECIDED = "not decidable at this scale"
 NOT_TESTABLE = "not testable at this scale"
 VARIANCE_UNKNOWN = "not decidable: pretraining variance unknown (no variant has two pretraining seeds)"
 NOT_TESTED = "not tested (variants absent)"
+#: The fewest pretraining seeds with which a variant can be the gate's best variant of a column
+#: (:func:`best_variant`): with fewer it has no pretraining variance of its own, and its interval
+#: would borrow the others'.
+GATE_SEEDS = 2
+#: Where the best variant's interval stands against a fixed score (:func:`standing`).
+ABOVE, BELOW, WITHIN, UNKNOWN = "above", "below", "within the interval", "variance unknown"
+#: The roles of a baseline beside the models: an order-free bar of the gate, or a rule that reads
+#: word order, shown as a reference and never a bar.
+ORDER_FREE, REFERENCE = "order-free", "reads word order (reference)"
 #: Index levels of per-seed score tables.
 LEVELS = ("variant", "pretrain_seed", "seed")
 
@@ -329,6 +346,32 @@ def interval_halfwidth(se, df, level_alpha) -> np.ndarray:
     return np.where(df > 0, stats.t.isf(np.asarray(level_alpha) / 2, np.maximum(df, 1)) * se, np.nan)
 
 
+def level_percent(level: float) -> str:
+    """A confidence level in percent as the book shows it: ``"95%"``, ``"98.8%"`` (one decimal
+    unless whole, more where one would round it up to 100%)."""
+    percent = 100 * float(level)
+    digits = 0 if abs(percent - round(percent)) < 1e-9 else 1
+    while digits < 6 and f"{percent:.{digits}f}" == f"{100:.{digits}f}" and percent < 100:
+        digits += 1
+    return f"{percent:.{digits}f}%"
+
+
+def interval_label(level: float, over: int = 1, plural: bool = False, what: str = "") -> str:
+    """How an interval says its level where it is shown: ``"95% interval"`` for a two-sided
+    interval at ``level``; ``"98.8% interval (Bonferroni over 4)"`` for one of ``over`` simultaneous
+    intervals (each at ``1 - alpha / over``), ``what`` naming them (``"... over 4 baselines)"``)."""
+    text = f"{level_percent(level)} interval{'s' if plural else ''}"
+    return text + (f" (Bonferroni over {int(over)}{' ' + what if what else ''})" if over > 1 else "")
+
+
+def standing(low: float, high: float, score: float) -> str:
+    """Where an interval ``[low, high]`` stands against a fixed ``score``: :data:`ABOVE`,
+    :data:`BELOW`, :data:`WITHIN` (the interval contains it), :data:`UNKNOWN` without an interval."""
+    if math.isnan(low) or math.isnan(high):
+        return UNKNOWN
+    return ABOVE if low > score else BELOW if high < score else WITHIN
+
+
 def mde(se: float, df: float, level_alpha: float, power: float = POWER) -> float:
     """The smallest true difference that a two-sided t test at ``level_alpha`` with this standard
     error and df detects with probability ``power`` (exact, non-central t)."""
@@ -394,12 +437,16 @@ def _interval(col: ColumnStats, variant: str, level_alpha: float) -> tuple[float
 
 def learned(per_seed: pd.DataFrame, column: str, baseline: tuple[str, float], selection: pd.DataFrame | None = None,
             alpha: float = ALPHA, control: str | None = None) -> dict:
-    """Have the models learned ``column`` beyond ``baseline`` (its bar: the best of its baselines,
-    name and score; :mod:`pe_book.testability`)? The best variant is chosen on ``selection`` (per-seed scores of the validation
+    """Have the models learned ``column`` beyond ``baseline`` (its bar: the best of its order-free
+    baselines, name and score; :mod:`pe_book.testability`)? The best variant is chosen on ``selection`` (per-seed scores of the validation
     split; without it, on ``per_seed`` itself, which favours the models); the column is
     *testable* when the lower end of that variant's two-sided ``1 - alpha`` interval on
     ``per_seed`` lies above the baseline's score (where the variance is unknown: when its mean
     does). Otherwise the reason reads "no model beats <baseline> on <column>".
+
+    The best variant is chosen only among the variants with at least :data:`GATE_SEEDS`
+    pretraining seeds (:func:`best_variant`). ``high`` is the upper end of its interval and
+    ``level`` the interval's (``1 - alpha``).
 
     ``control``: a variant that cannot read word order (``none``), itself an order-free bar of an
     order-sensitive column: the best variant must also beat it beyond the ``1 - alpha`` interval
@@ -407,17 +454,18 @@ def learned(per_seed: pd.DataFrame, column: str, baseline: tuple[str, float], se
     reason naming the baseline first); when the control is the best variant, no model beats it."""
     name, score = baseline
     variants = list(dict.fromkeys(per_seed[column].dropna().index.get_level_values("variant")))
-    best = (best_on(selection, column, variants) if selection is not None else None) or best_on(per_seed, column, variants)
+    best = best_variant(per_seed, column, selection)
     control = control if control in variants else None
-    row = {"column": column, "best variant": best, "mean": math.nan, "low": math.nan, "baseline": name,
-           "baseline score": float(score), "control": control, "gap": math.nan, "gap low": math.nan,
-           "testable": False, "reason": f"no model beats {name} on {column}"}
+    row = {"column": column, "best variant": best, "mean": math.nan, "low": math.nan, "high": math.nan,
+           "level": 1 - alpha, "baseline": name, "baseline score": float(score), "control": control,
+           "gap": math.nan, "gap low": math.nan, "testable": False, "reason": f"no model beats {name} on {column}"}
     if best is None:
         return {**row, "reason": f"no model has a score on {column}"}
     col = column_stats(per_seed, column, alpha)
     mean, half = _interval(col, best, alpha)
     beats = mean > score if math.isnan(half) else mean - half > score
-    row = {**row, "mean": mean, "low": mean - half, "testable": bool(beats), "reason": "" if beats else row["reason"]}
+    row = {**row, "mean": mean, "low": mean - half, "high": mean + half, "testable": bool(beats),
+           "reason": "" if beats else row["reason"]}
     if control is None:
         return row
     if best == control:
@@ -483,7 +531,8 @@ def compare_family(comparisons: Sequence[Comparison], per_seed: pd.DataFrame,
                    power: float = POWER) -> pd.DataFrame:
     """Test a family of comparisons (a claim's): one row per comparison whose variants and column
     are present, with the effect, its Bonferroni interval, p, Holm's p, the outcome, the MDE (80%
-    power at the Bonferroni level) and its projections with 2x fine-tuning / pretraining seeds.
+    power at the Bonferroni level) and its projections with 2x fine-tuning / pretraining seeds,
+    and the intervals' ``level`` (``1 - alpha / K``) with the ``K`` it is corrected ``over``.
 
     ``untestable``: column -> why it is not testable (:func:`learned`). A comparison on such a
     column keeps its effect and interval but enters no decision: it is left out of the family
@@ -517,6 +566,7 @@ def compare_family(comparisons: Sequence[Comparison], per_seed: pd.DataFrame,
     table["p (Holm)"] = adjusted
     half = interval_halfwidth(table["se"].to_numpy(dtype=float), table["df"].to_numpy(dtype=float), alpha / k)
     table["low"], table["high"] = table["difference"] - half, table["difference"] + half
+    table["level"], table["over"] = 1 - alpha / k, k  # every interval of the family: Bonferroni over K
     table["outcome"] = outcomes(table["difference"].to_numpy(dtype=float), adjusted, alpha)
     projections = [_mde_row(c, pair, alpha / k, power) if ok else (math.nan,) * 3
                    for (c, pair), ok in zip(pairs, testable)]
@@ -574,8 +624,8 @@ def claim_seeds_needed(needed: Sequence[float], difference: Sequence[float], qua
 
 
 def _finish(table: pd.DataFrame) -> pd.DataFrame:
-    for name in ("p (Holm)", "low", "high", "MDE", "MDE 2x fine-tuning seeds", "MDE 2x pretraining seeds",
-                 "seeds needed"):
+    for name in ("p (Holm)", "low", "high", "level", "over", "MDE", "MDE 2x fine-tuning seeds",
+                 "MDE 2x pretraining seeds", "seeds needed"):
         if name not in table:
             table[name] = pd.Series(dtype=float)
     if "outcome" not in table:
@@ -640,8 +690,9 @@ def assess_claims(claims: Iterable[Claim], per_seed: pd.DataFrame, untestable: M
 
 def comparison_table(claims: Iterable[Claim], per_seed: pd.DataFrame, untestable: Mapping[str, str] | None = None,
                      alpha: float = ALPHA) -> pd.DataFrame:
-    """Every comparison of every claim: the effect, its Bonferroni interval, p, Holm's p, the
-    outcome in words, the MDE and where the variance came from."""
+    """Every comparison of every claim: the effect, its Bonferroni interval with its ``level`` and
+    the number of comparisons it is corrected ``over``, p, Holm's p, the outcome in words, the MDE
+    and where the variance came from."""
     words = {1: "as claimed", -1: "against", 0: "not decided"}
     parts = []
     for claim in claims:
@@ -650,33 +701,39 @@ def comparison_table(claims: Iterable[Claim], per_seed: pd.DataFrame, untestable
         parts.append(pd.DataFrame({
             "claim id": claim.key, "expected higher": details["better"], "expected lower": details["worse"],
             "column": details["column"], "difference": details["difference"], "low": details["low"],
-            "high": details["high"], "p": details["p"], "p (Holm)": details["p (Holm)"], "outcome": outcome,
-            "MDE": details["MDE"], "variance": details["variance"]}))
-    columns = ["claim id", "expected higher", "expected lower", "column", "difference", "low", "high", "p",
-               "p (Holm)", "outcome", "MDE", "variance"]
+            "high": details["high"], "level": details["level"], "over": details["over"], "p": details["p"],
+            "p (Holm)": details["p (Holm)"], "outcome": outcome, "MDE": details["MDE"], "variance": details["variance"]}))
+    columns = ["claim id", "expected higher", "expected lower", "column", "difference", "low", "high", "level", "over",
+               "p", "p (Holm)", "outcome", "MDE", "variance"]
     return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
 
 
 def against_baselines(per_seed: pd.DataFrame, selection: pd.DataFrame, baselines: Mapping[str, Mapping[str, float]],
-                      alpha: float = ALPHA, ranges: Mapping[str, tuple[float, float]] | None = None) -> pd.DataFrame:
+                      alpha: float = ALPHA, ranges: Mapping[str, tuple[float, float]] | None = None,
+                      references: Collection[str] = ()) -> pd.DataFrame:
     """The best variant of each column against fixed baselines, one row per (column, baseline).
 
     ``baselines``: baseline name -> column -> score (absent or NaN: that baseline does not score
-    the column). The best variant of a column is chosen on ``selection`` (the per-seed scores of
-    the validation split, :func:`best_on`) and its mean on ``per_seed`` gets a t interval from its
-    ``tau2_v`` (standard error ``sqrt(tau2_v / P_v)``), Bonferroni over the column's baselines
-    (level ``alpha / K`` for ``K`` baselines). A baseline's score is one deterministic fit on the
-    same examples, taken as exact. Outcome: ``"above"`` when the interval lies above the
-    baseline, ``"below"`` when it lies below, ``"not decided"`` when it contains it, ``"variance
-    unknown"`` when no variant has two pretraining seeds. ``ranges`` (column -> the lowest and
-    highest score it can take, :func:`pe_book.tables.score_ranges`) bounds each interval: a t
-    interval intersected with the values the mean can take covers it as often (no score above 100),
-    and no outcome changes, since every baseline's score lies in that range too."""
+    the column); each a distinct baseline (a summary such as "the best of them" repeats one and is
+    no comparison of its own). The best variant of a column is the gate's (:func:`best_variant`:
+    chosen on ``selection``, the per-seed scores of the validation split, among the variants with
+    at least :data:`GATE_SEEDS` pretraining seeds) and its mean on ``per_seed`` gets a t interval
+    from its ``tau2_v`` (standard error ``sqrt(tau2_v / P_v)``), Bonferroni over the ``K`` distinct
+    baselines of the column (``level`` ``1 - alpha / K``, ``over`` ``K``). A baseline's score is one
+    deterministic fit on the same examples, taken as exact. Outcome (:func:`standing`):
+    ``"above"`` when the interval lies above the baseline, ``"below"`` when it lies below,
+    ``"within the interval"`` when it contains it, ``"variance unknown"`` when no variant has two
+    pretraining seeds. ``role``: ``"reads word order (reference)"`` for the baselines named in
+    ``references`` (rules that read word order: shown, never a bar of the gate), else
+    ``"order-free"``. ``ranges`` (column -> the lowest and highest score it can take,
+    :func:`pe_book.tables.score_ranges`) bounds each interval: a t interval intersected with the
+    values the mean can take covers it as often (no score above 100), and no outcome changes, since
+    every baseline's score lies in that range too."""
     rows = []
     for column in per_seed.columns:
         scored = {name: float(scores[column]) for name, scores in baselines.items()
                   if not math.isnan(float(scores.get(column, math.nan)))}
-        best = best_on(selection, column, list(dict.fromkeys(per_seed.index.get_level_values("variant"))))
+        best = best_variant(per_seed, column, selection)
         if not scored or best is None:
             continue
         col = column_stats(per_seed, column, alpha)
@@ -686,13 +743,12 @@ def against_baselines(per_seed: pd.DataFrame, selection: pd.DataFrame, baselines
         lowest, highest = (ranges or {}).get(column, (-math.inf, math.inf))
         low, high = max(mean - half, lowest), min(mean + half, highest)  # NaN when the variance is unknown
         for name, score in scored.items():
-            outcome = ("variance unknown" if math.isnan(half) else "above" if low > score
-                       else "below" if high < score else "not decided")
             rows.append({"column": column, "best variant": best, "mean": mean, "low": low,
-                         "high": high, "baseline": name, "baseline score": score,
-                         "difference": mean - score, "outcome": outcome})
-    return pd.DataFrame(rows, columns=["column", "best variant", "mean", "low", "high", "baseline", "baseline score",
-                                       "difference", "outcome"])
+                         "high": high, "level": 1 - alpha / len(scored), "over": len(scored), "baseline": name,
+                         "role": REFERENCE if name in references else ORDER_FREE, "baseline score": score,
+                         "difference": mean - score, "outcome": standing(low, high, score)})
+    return pd.DataFrame(rows, columns=["column", "best variant", "mean", "low", "high", "level", "over", "baseline",
+                                       "role", "baseline score", "difference", "outcome"])
 
 
 # ----------------------------------------------------------------------------- the rule on simulated runs
@@ -805,3 +861,27 @@ def best_on(selection: pd.DataFrame, column: str, candidates: Sequence[str]) -> 
     model_means = selection[column].groupby(level=["variant", "pretrain_seed"], sort=False).mean()
     means = model_means.groupby(level="variant", sort=False).mean().reindex(list(candidates)).dropna()
     return str(means.idxmax()) if len(means) else None
+
+
+def pretraining_seeds(per_seed: pd.DataFrame, column: str) -> pd.Series:
+    """The number of pretraining seeds with a score on ``column``, per variant (in order of appearance)."""
+    index = per_seed[column].dropna().index
+    return index.to_frame(index=False).groupby("variant", sort=False)["pretrain_seed"].nunique()
+
+
+def gate_candidates(per_seed: pd.DataFrame, column: str) -> list[str]:
+    """The variants that can be the gate's best variant of ``column``: those with at least
+    :data:`GATE_SEEDS` pretraining seeds scored on it (their own pretraining variance is measured);
+    every variant with a score where none has as many (then the variance is unknown, and
+    :func:`learned` decides by the mean, nothing borrowed)."""
+    seeds = pretraining_seeds(per_seed, column)
+    return [v for v, n in seeds.items() if n >= GATE_SEEDS] or list(seeds.index)
+
+
+def best_variant(per_seed: pd.DataFrame, column: str, selection: pd.DataFrame | None = None) -> str | None:
+    """The gate's best variant of ``column``: the one of :func:`gate_candidates` with the highest
+    mean on ``selection`` (the validation split's per-seed scores, :func:`best_on`), or on
+    ``per_seed`` itself where ``selection`` has none of them; None when no variant has a score."""
+    candidates = gate_candidates(per_seed, column)
+    return (best_on(selection, column, candidates) if selection is not None else None) or best_on(per_seed, column,
+                                                                                                  candidates)

@@ -2,14 +2,20 @@
 
 A comparison between position embeddings means something only on a task the models have learned.
 A column (one task, or a group of tasks averaged) is *testable* when its best variant, chosen on
-the validation split, beats **every** baseline of the column beyond its interval
-(:func:`pe_book.stats.learned`): the best constant, bag of words and, on span tasks, every fixed
-rule, the rules that read word order included ("neighbour match"). A model that does not beat a
-cheap rule has not shown that it learned more than the rule, whatever the rule reads. Where the
-column's tasks need word order, the best variant must also beat ``none``, the variant that cannot
-see it, beyond the interval of their difference. A group is testable only when each of its tasks
-is: an average must not hide a task no model learned. A comparison on any other column is "not
-testable at this scale" and enters no verdict (``stats.compare_family``'s ``untestable``).
+the validation split among the variants with at least ``stats.GATE_SEEDS`` pretraining seeds (one
+with fewer would borrow the others' variance), beats **every order-free** baseline of each of its
+tasks beyond its interval (:func:`pe_book.stats.learned`): the best constant, bag of words and,
+on span tasks, every fixed rule that ignores word order. Where the column's tasks need word order,
+the best variant must also beat ``none``, the variant that cannot see it, beyond the interval of
+their difference. A group is testable only when each of its tasks is: an average must not hide a
+task no model learned. A comparison on any other column is "not testable at this scale" and
+enters no verdict (``stats.compare_family``'s ``untestable``).
+
+A rule that reads word order ("neighbour match" on cloze tasks,
+``pe_book.experiments.baselines.reads_order``) is a cheap position-using model, not an order-free
+baseline: it never gates. Each column shows it as a *reference*, the best such rule of each task
+(a group's: the mean of its tasks', where each has one), with the best variant's standing against
+it (``stats.standing``: above, below or within the interval).
 """
 from __future__ import annotations
 
@@ -19,19 +25,26 @@ from collections.abc import Collection, Mapping, Sequence
 import pandas as pd
 
 from pe_book import stats
-from pe_book.experiments.baselines import best_baseline
+from pe_book.experiments.baselines import best_baseline, best_reference
 
 #: The variant that cannot see word order: a bar of every order-sensitive column.
 NO_ORDER = "none"
-COLUMNS = ["tasks", "best variant", "mean", "low", "baseline", "baseline score", "control", "gap", "gap low",
-           "testable", "reason"]
+COLUMNS = ["tasks", "best variant", "mean", "low", "high", "level", "baseline", "baseline score", "control", "gap",
+           "gap low", "testable", "reason", "reference", "reference score", "against reference"]
 
 
 def task_bars(runner, tasks: Sequence[str], split: str = "test",
-              order_free: bool = False) -> dict[str, tuple[str, float]]:
-    """Each task's best stored baseline on ``split``: task -> ``(name, score in percent)``; of
-    every baseline, or with ``order_free`` of those that ignore word order."""
+              order_free: bool = True) -> dict[str, tuple[str, float]]:
+    """Each task's bar on ``split``: its best stored baseline that ignores word order, task ->
+    ``(name, score in percent)``; with ``order_free=False`` its best of every baseline."""
     return {task: best_baseline(runner.ensure_baselines(task).payload, split, order_free) for task in tasks}
+
+
+def task_references(runner, tasks: Sequence[str], split: str = "test") -> dict[str, tuple[str, float]]:
+    """Each task's best stored baseline that reads word order on ``split``, task -> ``(name, score
+    in percent)``, for the tasks that have one: a reference beside the models, never a bar."""
+    found = {task: best_reference(runner.ensure_baselines(task).payload, split) for task in tasks}
+    return {task: reference for task, reference in found.items() if reference is not None}
 
 
 def column_bars(bars: Mapping[str, tuple[str, float]],
@@ -49,12 +62,17 @@ def column_bars(bars: Mapping[str, tuple[str, float]],
 
 def testability(per_seed: pd.DataFrame, selection: pd.DataFrame, bars: Mapping[str, tuple[str, float]],
                 groups: Mapping[str, Sequence[str]], alpha: float, order_sensitive: Collection[str] = (),
-                control: str = NO_ORDER) -> pd.DataFrame:
+                control: str = NO_ORDER, references: Mapping[str, tuple[str, float]] | None = None) -> pd.DataFrame:
     """Which columns the models learned (:func:`pe_book.stats.learned`), one row per task (against
-    its best baseline, ``bars``: task -> ``(name, score)``) and per group (against the mean of its
-    tasks' bars). On the ``order_sensitive`` tasks, and the groups of such tasks alone, the best
-    variant must also beat the ``control`` variant (which cannot see word order). A group is
-    testable only when each of its tasks is."""
+    its best order-free baseline, ``bars``: task -> ``(name, score)``) and per group (against the
+    mean of its tasks' bars). On the ``order_sensitive`` tasks, and the groups of such tasks alone,
+    the best variant must also beat the ``control`` variant (which cannot see word order). A group
+    is testable only when each of its tasks is. ``references``: task -> its best rule that reads
+    word order ``(name, score)``; a row shows it (a group: the mean of its tasks', where each has
+    one) with the best variant's standing against it (:func:`pe_book.stats.standing` on the
+    ``1 - alpha`` interval), which never changes whether the column is testable."""
+    references = references or {}
+    shown = column_bars(references, {g: tasks for g, tasks in groups.items() if all(t in references for t in tasks)})
     rows = {}
 
     def control_of(tasks: Sequence[str]) -> str | None:
@@ -76,15 +94,21 @@ def testability(per_seed: pd.DataFrame, selection: pd.DataFrame, bars: Mapping[s
         if failed:
             row = {**row, "testable": False, "reason": "; ".join(failed)}
         rows[group] = {**row, "tasks": ", ".join(tasks)}
+    for column, row in rows.items():
+        name, score = shown.get(column, ("", math.nan))
+        row.update({"reference": name or None, "reference score": score,
+                    "against reference": stats.standing(row["low"], row["high"], score) if name else None})
     return pd.DataFrame.from_dict(rows, orient="index", columns=COLUMNS).rename_axis("column")
 
 
 def gate(runner, per_seed: pd.DataFrame, selection: pd.DataFrame, specs: Mapping, groups: Mapping[str, Sequence[str]],
          split: str = "test", alpha: float = stats.ALPHA) -> pd.DataFrame:
     """:func:`testability` of ``groups`` and their tasks (``specs``: task -> ``TaskSpec``) against
-    every stored baseline of ``runner`` on ``split``, the order-sensitive tasks held to ``none``."""
+    every stored order-free baseline of ``runner`` on ``split``, the order-sensitive tasks held to
+    ``none``; the rules that read word order shown as references."""
     return testability(per_seed, selection, task_bars(runner, list(specs), split), groups, alpha,
-                       [t for t, s in specs.items() if s.order_sensitive])
+                       [t for t, s in specs.items() if s.order_sensitive],
+                       references=task_references(runner, list(specs), split))
 
 
 def untestable(table: pd.DataFrame) -> dict[str, str]:
@@ -106,5 +130,5 @@ def testable_text(table: pd.DataFrame) -> str:
     """Which columns carry verdicts and why the others do not, in words."""
     learned = [column for column, row in table.iterrows() if row["testable"]]
     not_learned = [f"{column} ({row['reason']})" for column, row in table.iterrows() if not row["testable"]]
-    return (f"the models learned {', '.join(learned) if learned else 'no column'} beyond every baseline"
+    return (f"the models learned {', '.join(learned) if learned else 'no column'} beyond every order-free baseline"
             + (f"; no verdict rests on {'; '.join(not_learned)}" if not_learned else ""))

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from pe_book import claims, stats, tables, testability
+from pe_book import claims, plateau, stats, tables, testability
 from pe_book.chapters import common
-from pe_book.chapters.pretraining import count_parameters
-from pe_book.experiments.baselines import LABELS, baseline_payloads
+from pe_book.chapters.pretraining import Escapes, count_parameters, escape_cited, escapes_of, validation_curves
+from pe_book.experiments.baselines import LABELS, baseline_payloads, reads_order
 from pe_book.experiments.profiles import GPU, Profile
 from pe_lib.data.tasks import get_task
 from pe_lib.positions import parse_variant, resolve_variants
@@ -31,8 +31,10 @@ class Findings:
     variant), ``scores`` (seed means per variant of each score column: the order-sensitive and
     order-free groups of :func:`pe_book.tables.score_groups`), their ``correlation``, the
     ``variance`` components, which columns are ``testable`` (the best variant against every
-    baseline, :func:`pe_book.testability.testability`), the best variant of each column
-    ``against_baselines`` (:func:`pe_book.stats.against_baselines`), the ``verdicts`` on the
+    order-free baseline and, on tasks that need word order, ``none``, the rules that read word
+    order beside them as references: :func:`pe_book.testability.testability`), the best variant
+    of each column ``against_baselines`` (every distinct baseline, those that read word order
+    marked as references: :func:`pe_book.stats.against_baselines`), the ``verdicts`` on the
     paper's claims with the ``details`` of every comparison, what each claim not decided would
     ``need``, the rule's ``operating`` characteristics per claim
     (:func:`pe_book.stats.operating_characteristics`), the ``indicator_verdicts`` and ``cited``,
@@ -51,6 +53,8 @@ class Findings:
     needs: pd.DataFrame
     operating: pd.DataFrame
     cited: dict
+    #: When each pretraining left none's plateau, and the APE models' escape steps beside their scores.
+    plateau: PlateauRelation | None = None
 
     def points(self) -> pd.DataFrame:
         """Indicators and scores per variant (``none`` left out: it has no position to measure),
@@ -136,16 +140,16 @@ def compute(runner, variants: Sequence[str] = (), seeds: Sequence[int] = (), spl
     details = stats.comparison_table(paper, per_seed, untestable, alpha)
     verdicts = stats.assess_claims(paper, per_seed, untestable, alpha)
     verdicts["effects"] = effects_text(details).reindex(verdicts.index).fillna("no comparison")
-    order_free = testability.column_bars(testability.task_bars(runner, list(specs), split, order_free=True), groups)
-    best_rows = {"baseline: best order-free": {column: score for column, (_, score) in order_free.items()},
-                 "baseline: best of all": testable["baseline score"].to_dict()}
+    stored = {task: runner.ensure_baselines(task).payload for task in specs}
+    references = {LABELS[name] for payload in stored.values() for name in payload["baselines"]
+                  if reads_order(payload, name)}
     result = Findings(
         names, groups, indicators, scores, correlation,
         stats.variance_table(per_seed, list(groups) + [t for t in span_tasks if t in per_seed.columns], alpha),
         testable,
         stats.against_baselines(per_seed[list(groups) + list(specs)], validation,
-                                {**{label: row.to_dict() for label, row in floor.iterrows()}, **best_rows}, alpha,
-                                tables.score_ranges(specs, groups)),
+                                {label: row.to_dict() for label, row in floor.iterrows()}, alpha,
+                                tables.score_ranges(specs, groups), references),
         verdicts, claims.assess_indicator_claims(correlation, list(scores.columns), alpha, untestable), details,
         needs(verdicts, details, testable), stats.operating_characteristics(paper, per_seed, untestable, PLANTED, runs, 0, alpha),
         {})
@@ -159,8 +163,11 @@ def compute(runner, variants: Sequence[str] = (), seeds: Sequence[int] = (), spl
         **{f"n_{label.replace(' ', '_')}": sum(v.startswith(label) for v in all_verdicts) for label in VERDICT_LABELS},
         "n_claims": len(all_verdicts), "mde_text": _mde_text(verdicts), "needs_text": needs_text(result.needs, GPU),
         "testable_text": testability.testable_text(testable), "operating_text": operating_text(result.operating, alpha),
-        "n_runs": runs, "baselines_text": " ".join(f"On the {group} column, {baselines_text(result.against_baselines, group, alpha)}."
+        "gate_interval": stats.interval_label(1 - alpha), "gate_seeds": stats.GATE_SEEDS,
+        "n_runs": runs, "baselines_text": " ".join(f"On the {group} column, {baselines_text(result.against_baselines, group)}."
                                                    for group in groups)}
+    result.plateau = plateau_relation(runner, names, per_seed, list(specs) + [g for g, ts in groups.items() if len(ts) > 1], alpha)
+    result.cited.update(result.plateau.cited)
     return result
 
 
@@ -194,26 +201,38 @@ def operating_text(table: pd.DataFrame, alpha: float) -> str:
             f"(level {alpha:.0%}); the power to support a claim whose every comparison truly holds, {power}")
 
 
-def baselines_text(table: pd.DataFrame, column: str, alpha: float) -> str:
+#: How the text says where the best variant stands against a baseline (:func:`pe_book.stats.standing`).
+STANDING_TEXT = {stats.ABOVE: "the variant is above it", stats.BELOW: "the variant is below it",
+                 stats.WITHIN: "within the variant's interval", stats.UNKNOWN: ""}
+
+
+def baselines_text(table: pd.DataFrame, column: str) -> str:
     """One column of :func:`pe_book.stats.against_baselines` in words: the best variant's mean with
-    its interval, and each baseline's score with where the variant stands against it."""
+    its interval (and the interval's level), and each baseline's score with where the variant
+    stands against it, a rule that reads word order named as a reference."""
     rows = table[table["column"] == column]
     if not len(rows):
         return f"no baseline scores the {column} column"
     first = rows.iloc[0]
-    level = f"{100 * (1 - alpha / len(rows)):.1f}%"
-    where = {"above": " (the variant is above it)", "below": " (the variant is below it)",
-             "not decided": " (within the variant's interval)", "variance unknown": ""}
-    against = "; ".join(f"{row['baseline'].removeprefix('baseline: ')} {row['baseline score']:.1f}"
-                        f"{where[row['outcome']]}" for _, row in rows.iterrows())
+
+    def one(row) -> str:
+        notes = [n for n in ("reads word order: a reference, not a bar" if row["role"] == stats.REFERENCE else "",
+                             STANDING_TEXT[row["outcome"]]) if n]
+        return f"{row['baseline'].removeprefix('baseline: ')} {row['baseline score']:.1f}" + (
+            f" ({'; '.join(notes)})" if notes else "")
+
     interval = ("no interval: the pretraining variance is unknown" if math.isnan(first["low"])
-                else f"{level} interval {first['low']:.1f} to {first['high']:.1f}")
-    return f"{first['best variant']} (chosen on the validation split) scores {first['mean']:.1f} ({interval}); {against}"
+                else f"{stats.interval_label(first['level'], first['over'], what='baselines')} "
+                     f"{first['low']:.1f} to {first['high']:.1f}")
+    return (f"{first['best variant']} (chosen on the validation split) scores {first['mean']:.1f}, {interval}; "
+            + "; ".join(one(row) for _, row in rows.iterrows()))
 
 
 def effects_text(details: pd.DataFrame) -> pd.Series:
     """Per claim id, its smallest and largest effect (percentage points, expected higher minus
-    expected lower) with their Bonferroni intervals, e.g. ``"-9.3 [-12.0, -6.6] to +1.2 [-1.5, +3.9]"``."""
+    expected lower) with their Bonferroni intervals and the intervals' level (``level``, ``over``
+    of :func:`pe_book.stats.comparison_table`), e.g. ``"-9.3 [-12.0, -6.6] to +1.2 [-1.5, +3.9];
+    98.8% intervals (Bonferroni over 4 comparisons)"``."""
     def one(row) -> str:
         if math.isnan(row["low"]):
             return f"{row['difference']:+.1f} (no interval)"
@@ -222,7 +241,10 @@ def effects_text(details: pd.DataFrame) -> pd.Series:
     def claim(rows: pd.DataFrame) -> str:
         ordered = rows.sort_values("difference")
         ends = [ordered.iloc[0]] if len(ordered) == 1 else [ordered.iloc[0], ordered.iloc[-1]]
-        return " to ".join(one(row) for row in ends)
+        shown = [row for row in ends if not math.isnan(row["low"])]
+        level = (f"; {stats.interval_label(shown[0]['level'], shown[0]['over'], len(shown) > 1, 'comparisons')}"
+                 if shown else "")
+        return " to ".join(one(row) for row in ends) + level
 
     return pd.Series({key: claim(rows) for key, rows in details.groupby("claim id", sort=False)}, dtype=object)
 
@@ -230,8 +252,8 @@ def effects_text(details: pd.DataFrame) -> pd.Series:
 def needs(verdicts: pd.DataFrame, details: pd.DataFrame, testable: pd.DataFrame | None = None) -> pd.DataFrame:
     """What each claim not decided would take, one row per claim (not testable or not decidable):
     the reason, the columns no model learned, of them those ``within reach`` of the gate
-    (:func:`pe_book.testability.within_reach` on the ``testable`` table: above every baseline in
-    the mean, kept out by the interval: more seeds) and the others (below a baseline: more scale,
+    (:func:`pe_book.testability.within_reach` on the ``testable`` table: above every order-free
+    baseline in the mean, kept out by the interval: more seeds) and the others (below a baseline: more scale,
     not more seeds), and the pretraining seeds per variant that would decide it if the observed
     differences were true (:func:`pe_book.stats.seeds_needed`)."""
     rows = {}
@@ -243,10 +265,10 @@ def needs(verdicts: pd.DataFrame, details: pd.DataFrame, testable: pd.DataFrame 
         below = [c for c in not_learned if c not in reach]
         if row["verdict"].startswith(stats.NOT_TESTABLE):
             what = "; ".join(
-                ([f"models that learn {', '.join(below)} beyond their baselines (more pretraining or fine-tuning "
-                  "data, or tasks that need word order)"] if below else [])
-                + ([f"narrower intervals on {', '.join(reach)}, whose best variants are above every baseline in the "
-                    "mean (more pretraining seeds)"] if reach else []))
+                ([f"models that learn {', '.join(below)} beyond their order-free baselines (more pretraining or "
+                  "fine-tuning data, or tasks that need word order)"] if below else [])
+                + ([f"narrower intervals on {', '.join(reach)}, whose best variants are above every order-free "
+                    "baseline in the mean (more pretraining seeds)"] if reach else []))
         elif row["verdict"] == stats.VARIANCE_UNKNOWN:
             what = "two pretraining seeds of some variant, to know the pretraining variance"
         elif math.isnan(row["seeds needed"]):
@@ -277,14 +299,14 @@ def needs_text(table: pd.DataFrame, gpu: Profile) -> str:
     tokens = gpu.pretrain.steps * gpu.pretrain.batch_size * gpu.seq_len
     parts = [f"{common.plural(len(table), 'claim')} about scores {'is' if len(table) == 1 else 'are'} not decided"]
     if not_learned:
-        parts.append(f"{not_learned} because no model beats the baselines of their columns, which more "
+        parts.append(f"{not_learned} because no model beats the order-free baselines of their columns, which more "
                      f"seeds cannot mend: they need models that learn those tasks, such as the {gpu.name} profile's "
                      f"(hidden size {gpu.model['hidden_size']}, {gpu.model['num_hidden_layers']} layers, "
                      f"{tokens / 1e9:.1f} billion tokens a model)")
     if near:
         columns = ", ".join(dict.fromkeys(c for cell in reach[untested & all_near] for c in cell.split(", ")))
-        parts.append(f"{near} because on {columns} the best variant is above every baseline in the mean but its "
-                     "interval reaches below one: more pretraining seeds would narrow it")
+        parts.append(f"{near} because on {columns} the best variant is above every order-free baseline in the mean "
+                     "but its interval reaches below one: more pretraining seeds would narrow it")
     if unknown:
         parts.append(f"{unknown} because no variant has two pretraining seeds")
     if len(seeds):
@@ -304,3 +326,40 @@ def _mde_text(verdicts: pd.DataFrame) -> str:
     return (f"from {undecided.min():.1f} to {undecided.max():.1f} points (median {undecided.median():.1f}); "
             f"with twice the pretraining seeds the median would be {doubled['MDE 2x pretraining seeds'].median():.1f}, "
             f"with twice the fine-tuning seeds {doubled['MDE 2x fine-tuning seeds'].median():.1f}")
+
+
+# ----------------------------------------------------------------------------- leaving none's plateau
+
+
+@dataclass
+class PlateauRelation:
+    """When each pretraining left none's plateau (``escapes``: chapter 3's,
+    :class:`pe_book.chapters.pretraining.Escapes`) and, for every pretraining of an APE alone, its
+    escape step beside its scores (``per_model``: the mean over its fine-tuning seeds of each score
+    column), with Spearman's ``correlation`` between the two over those pretrainings
+    (:func:`pe_book.plateau.rank_correlation`, with Holm's correction over the columns) and
+    ``cited``, by glue name."""
+    escapes: Escapes
+    per_model: pd.DataFrame
+    correlation: pd.DataFrame
+    cited: dict
+
+
+def plateau_relation(runner, names: Sequence[str], per_seed: pd.DataFrame, columns: Sequence[str],
+                     alpha: float = stats.ALPHA) -> PlateauRelation:
+    """:class:`PlateauRelation` of ``names`` (none's seeds make the plateau), with the scores of
+    ``per_seed`` (rows ``(variant, pretrain_seed, seed)``) on ``columns`` (e.g. the tasks and the
+    groups of several tasks: a group of one task would repeat it), level ``alpha``."""
+    found = escapes_of(validation_curves(runner, names))
+    ape = found.table[found.table["family"] == plateau.APE]
+    scores = per_seed[[c for c in columns if c in per_seed.columns]]
+    scores = scores.groupby(level=["variant", "pretrain_seed"], sort=False).mean().rename_axis(ape.index.names)
+    correlation = plateau.rank_correlation(found.table, scores)
+    correlation["p (Holm)"] = stats.holm(correlation["p"].to_numpy()) if len(correlation) else []
+    per_model = ape[["escape"]].join(scores, how="left")
+    per_model["escape"] = per_model["escape"].map(plateau.escape_text)
+    decided = correlation[correlation["p (Holm)"] < alpha]
+    n = int(correlation["n"].max()) if len(correlation) else 0
+    cited = {**escape_cited(found), "escape_rho_n": n, "escape_rho_decided": len(decided),
+             "escape_rho_columns": len(correlation)}
+    return PlateauRelation(found, per_model, correlation, cited)

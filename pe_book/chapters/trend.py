@@ -226,7 +226,7 @@ def learned_by_budget(per_budget: Mapping[int, pd.DataFrame], selection: Mapping
                       groups: Mapping[str, Sequence[str]], order_sensitive: Collection[str], alpha: float,
                       control: str = testability.NO_ORDER) -> pd.DataFrame:
     """The gate of :mod:`pe_book.testability` at each budget, on single runs: per budget and
-    column (each task of ``bars``: task -> its best baseline ``(name, score)``, and each group of
+    column (each task of ``bars``: task -> its best order-free baseline ``(name, score)``, and each group of
     several tasks), the best variant (chosen on the validation scores ``selection``), its score, the
     lower end of its two-sided ``1 - alpha`` interval from its borrowed variance, the bar, and on
     order-sensitive columns the gap to ``control`` with its low. A column is *learned* when the low
@@ -267,7 +267,7 @@ def learned_by_budget(per_budget: Mapping[int, pd.DataFrame], selection: Mapping
 
 
 def learned_text(table: pd.DataFrame) -> str:
-    """At which budgets a single run learned each column beyond every baseline
+    """At which budgets a single run learned each column beyond every order-free baseline
     (:func:`learned_by_budget`), in words."""
     if table.empty:
         return "no trend run is stored"

@@ -22,7 +22,9 @@ test examples they are scored on (``profile.task_max_eval``):
   of the context (the random-candidate answer), a content word of the best-matching sentence that
   the question lacks ("absent word": the answer of a cloze question is the word it blanks) and,
   on cloze tasks, the word whose neighbours match the blank's ("neighbour match", which reads word
-  order). Each is flagged ``order_free`` or not; on a v2 task each answers "no answer" below a
+  order). Each is flagged ``order_free`` or not (:func:`reads_order` reads the flag: a rule
+  that reads order is a cheap position-using model, shown beside the models as a reference, never
+  the order-free bar of ``pe_book.testability``); on a v2 task each answers "no answer" below a
   confidence threshold chosen on the validation split, as the models do.
 * **a unigram language model** for pretraining (:func:`unigram_validation_loss`): token
   frequencies of the training blocks with add-one smoothing, scored on exactly the masked
@@ -297,13 +299,34 @@ def baseline_score(payload: Mapping, name: str, split: str = "test") -> float:
     return float(np.mean([metrics.scale_metric(v, payload["kind"], m) for m, v in values.items()]))
 
 
+def reads_order(payload: Mapping, name: str) -> bool:
+    """Whether a stored baseline of a task reads word order (then it is a cheap position-using
+    model, a reference beside the models, never the order-free bar of :mod:`pe_book.testability`):
+    the ``order_free`` flag it was stored with (from :data:`SPAN_RULES`, or ``True`` for the best
+    constant and bag of words, :func:`task_baselines`); in a payload stored before the flag, that of
+    its rule in :data:`SPAN_RULES` (a sentence-level baseline is order-free)."""
+    rule = SPAN_RULES.get(name)
+    return not payload["baselines"][name].get("order_free", rule.order_free if rule else True)
+
+
 def best_baseline(payload: Mapping, split: str = "test", order_free: bool = False) -> tuple[str, float]:
     """The best baseline of one task on ``split``: ``(name, task score in percent)``, from its
     baselines payload (``Runner.ensure_baselines(task).payload``). ``order_free``: only the
-    baselines that ignore word order (a baseline stored without ``order_free``, from an older
-    payload, counts as order-free). The first best wins ties (the constant before bag of words)."""
-    scores = {name: baseline_score(payload, name, split) for name, result in payload["baselines"].items()
-              if not order_free or result.get("order_free", True)}
+    baselines that ignore word order (:func:`reads_order`). The first best wins ties (the constant
+    before bag of words)."""
+    scores = {name: baseline_score(payload, name, split) for name in payload["baselines"]
+              if not (order_free and reads_order(payload, name))}
+    name = max(scores, key=scores.get)
+    return name, scores[name]
+
+
+def best_reference(payload: Mapping, split: str = "test") -> tuple[str, float] | None:
+    """The best of a task's stored baselines that read word order (:func:`reads_order`) on
+    ``split``, ``(name, task score in percent)``; None when the task has none (every
+    sentence-level task; span tasks without a cloze blank)."""
+    scores = {name: baseline_score(payload, name, split) for name in payload["baselines"] if reads_order(payload, name)}
+    if not scores:
+        return None
     name = max(scores, key=scores.get)
     return name, scores[name]
 

@@ -95,6 +95,7 @@ def test_comparison_table():
     table = stats.comparison_table(stated, per_seed)
     assert list(table["outcome"]) == ["as claimed", "against"]
     assert table.loc[0, "difference"] == pytest.approx(35 / 3 - 11 / 6) and table.loc[0, "low"] > 0
+    assert (table["level"] == 1 - 0.05 / 2).all() and (table["over"] == 2).all()  # each interval's level, Bonferroni over 2
     assert "pooled over 2 variants," in table.loc[0, "variance"]
 
 
@@ -122,6 +123,7 @@ def test_cls_gap_verdicts(untied, share, conclusion):
     assert row["gap before"] == pytest.approx(10.0)
     assert row["share closed"] == pytest.approx(share)
     assert row["gain low"] < row["gain"] < row["gain high"]
+    assert row["gain level"] == "97.5% interval (Bonferroni over 2 comparisons)"  # the pair is one family
     assert row["conclusion"] == conclusion
 
 
@@ -143,3 +145,4 @@ def test_cls_gap_without_a_gap_or_a_spread():
     one_seed = _per_seed({"ape-learned": [80.0], "rpe-learned": [70.0], "rpe-learned+untie-cls": [79.0]})
     row = claims.cls_gap(one_seed, "ape-learned", pairs, "classification").iloc[0]
     assert row["conclusion"] == stats.VARIANCE_UNKNOWN and row["share closed"] == pytest.approx(0.9)
+    assert row["gain level"] == "no interval"

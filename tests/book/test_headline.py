@@ -28,6 +28,7 @@ def test_the_headline_replaces_the_block_and_nothing_else(store, root, monkeypat
     assert "- order-free classification (sst2): " in text and "- span (squad): " in text and "bag of words " in text
     assert "The rule on simulated runs of this design: " in text
     assert "Against the baselines: On the order-free classification column, " in text
+    assert "beyond every order-free baseline" in text and "every baseline" not in text.replace("every order-free", "")
     headline.update_readme(store, root)
     assert (root / "README.md").read_text() == text, "a second run writes the same README"
 
@@ -71,3 +72,22 @@ def test_a_verdict_names_the_columns_it_does_not_rest_on():
             == "contradicted at this scale (not testable: no model beats constant on squad_v2)")
     verdict = "not testable at this scale: no model beats constant on squad_v2"
     assert headline.verdict_cell(verdict, "no model beats constant on squad_v2") == verdict
+
+
+def test_a_learned_line_says_its_intervals_level_and_names_a_rule_that_reads_order_as_a_reference():
+    import pandas as pd
+
+    row = pd.Series({"tasks": "cloze, cloze_v2", "testable": True, "best variant": "x", "mean": 87.4, "low": 72.3,
+                     "high": 102.5, "level": 0.95, "baseline": "absent word", "baseline score": 49.2, "control": "none",
+                     "gap": 34.1, "gap low": 14.6, "reference": "neighbour match", "reference score": 82.5,
+                     "against reference": "within the interval"})
+    assert headline.learned_line("span", row) == (
+        "span (cloze, cloze_v2): learned: x 87.4 (low 72.3, 95% interval) against absent word 49.2, +34.1 over none "
+        "(low +14.6, 95% interval); neighbour match 82.5, which reads word order (a reference, not a bar): within the "
+        "interval")
+    plain = row.copy()
+    plain[["control", "reference", "against reference"]] = None
+    plain[["low", "high", "gap", "gap low"]] = float("nan")
+    plain["testable"] = False
+    assert headline.learned_line("span", plain) == ("span (cloze, cloze_v2): not testable: x 87.4 (no interval: "
+                                                    "pretraining variance unknown) against absent word 49.2")

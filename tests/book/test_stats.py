@@ -273,6 +273,20 @@ def test_a_column_is_testable_only_beyond_its_order_free_baseline():
     assert not stats.learned(unknown, "classification", ("constant", 70.0))["testable"]
 
 
+def test_a_variant_with_one_pretraining_seed_is_never_the_gates_best_variant():
+    frame = _frame({"a": [[50.0, 50.2], [50.1, 50.3], [49.9, 50.0]], "b": [[55.0, 55.1], [55.2, 55.0], [54.9, 55.1]],
+                    "solo": [[90.0, 90.0]]})  # one pretraining seed: its interval would borrow a's and b's variance
+    assert stats.gate_candidates(frame, "classification") == ["a", "b"]
+    assert stats.best_variant(frame, "classification", frame) == "b"
+    row = stats.learned(frame, "classification", ("bag of words", 60.0))
+    assert row["best variant"] == "b" and not row["testable"], "solo's 90 must not let the column in"
+    assert row["level"] == 0.95 and row["high"] - row["mean"] == pytest.approx(row["mean"] - row["low"])
+    table = stats.against_baselines(frame, frame, {"bag of words": {"classification": 60.0}})
+    assert table["best variant"].tolist() == ["b"] and table["outcome"].tolist() == [stats.BELOW]
+    # where no variant has two pretraining seeds, every variant is a candidate (the mean decides, nothing is borrowed)
+    assert stats.gate_candidates(_frame({"a": [[1.0]], "b": [[2.0, 3.0]]}), "classification") == ["a", "b"]
+
+
 def test_an_order_sensitive_column_is_testable_only_beyond_the_variant_that_cannot_see_order():
     near = {"a": [[60.0, 61.0], [62.0, 61.5], [59.0, 60.0]], "none": [[59.5, 60.5], [61.0, 60.0], [58.5, 59.5]]}
     frame = _frame({**near, "b": [[40.0, 41.0], [40.5, 40.0]]}, column="span")
@@ -368,7 +382,10 @@ def test_the_best_variant_is_set_against_each_baseline_with_its_interval():
     half = sps.t.isf(0.05 / 2 / 2, 4) * math.sqrt(tau2 / 3)
     row = table.set_index("baseline").loc["bag of words"]
     assert row["mean"] == pytest.approx(model_means.mean()) and row["high"] - row["mean"] == pytest.approx(half)
-    assert list(table["outcome"]) == ["above", "not decided"]
+    assert list(table["outcome"]) == [stats.ABOVE, stats.WITHIN] == ["above", "within the interval"]
+    # Bonferroni over the column's two distinct baselines, and the interval says so
+    assert (table["level"] == 1 - 0.05 / 2).all() and (table["over"] == 2).all()
+    assert set(table["role"]) == {stats.ORDER_FREE}
     assert table.set_index("baseline").loc["constant", "difference"] == pytest.approx(model_means.mean() - 50.0)
     below = stats.against_baselines(test, validation, {"bag of words": {"classification": 70.0}})
     assert below["outcome"].tolist() == ["below"]
@@ -384,7 +401,40 @@ def test_an_interval_is_bounded_by_the_scores_a_column_can_take_and_no_outcome_c
     bounded = stats.against_baselines(near_top, near_top, baselines, ranges={"classification": (0.0, 100.0)})
     assert free["high"].iloc[0] > 100 and free["low"].iloc[0] < 85  # a t interval past what a score can be
     assert (bounded["high"] == 100.0).all() and (bounded["low"] == free["low"]).all()
-    assert bounded["outcome"].tolist() == free["outcome"].tolist() == ["not decided", "above"]
+    assert bounded["outcome"].tolist() == free["outcome"].tolist() == [stats.WITHIN, stats.ABOVE]
+
+
+def test_a_rule_that_reads_word_order_is_a_reference_counted_once_in_the_correction():
+    frame = _frame({"x": [[60.0, 61.0], [62.0, 63.0], [61.0, 61.0]], "y": [[50.0, 51.0], [52.0, 50.0], [51.0, 51.0]]})
+    baselines = {"constant": {"classification": 30.0}, "absent word": {"classification": 40.0},
+                 "neighbour match": {"classification": 70.0}}
+    table = stats.against_baselines(frame, frame, baselines, references=["neighbour match"]).set_index("baseline")
+    assert table.loc["neighbour match", "role"] == stats.REFERENCE and table.loc["absent word", "role"] == stats.ORDER_FREE
+    assert table.loc["neighbour match", "outcome"] == stats.BELOW
+    # three distinct baselines, three comparisons: the level is 1 - alpha / 3 whatever summary a caller has in mind
+    assert (table["over"] == 3).all() and table["level"].iloc[0] == pytest.approx(1 - 0.05 / 3)
+    col = stats.column_stats(frame, "classification")
+    half = stats.interval_halfwidth(math.sqrt(float(col.components.tau2[0]) / 3), col.components.df_tau, 0.05 / 3)
+    assert table["high"].iloc[0] - table["mean"].iloc[0] == pytest.approx(float(half))
+
+
+@pytest.mark.parametrize("level, over, what, text", [
+    (0.95, 1, "", "95% interval"), (1 - 0.05 / 2, 2, "baselines", "97.5% interval (Bonferroni over 2 baselines)"),
+    (1 - 0.05 / 4, 4, "", "98.8% interval (Bonferroni over 4)"), (1 - 0.05 / 6, 6, "", "99.2% interval (Bonferroni over 6)"),
+    (1 - 0.05 / 1000, 1000, "", "99.995% interval (Bonferroni over 1000)")])
+def test_every_interval_label_names_its_level(level, over, what, text):
+    assert stats.interval_label(level, over, what=what) == text
+    assert stats.interval_label(0.95, plural=True) == "95% intervals"
+
+
+def test_a_family_records_the_level_of_its_intervals():
+    frame = _frame({"x": [[10.0, 11.0], [12.0, 12.5], [11.0, 11.0]], "y": [[1.0, 2.0], [1.5, 1.0], [2.0, 3.0]]})
+    frame["other"] = frame["classification"]
+    family = (Comparison("x", "y", "classification"), Comparison("y", "x", "classification"), Comparison("x", "y", "other"))
+    details = stats.compare_family(family, frame, {"other": "no model beats constant on other"})
+    assert (details["level"] == 1 - 0.05 / 2).all() and (details["over"] == 2).all()  # the two testable comparisons
+    half = stats.interval_halfwidth(details["se"].iloc[0], details["df"].iloc[0], 0.05 / 2)
+    assert details["high"].iloc[0] - details["difference"].iloc[0] == pytest.approx(float(half))
 
 
 def test_a_columns_range_is_the_mean_of_its_metrics_and_tasks_ranges():

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from book.test_glue_references import NOTEBOOKS, glued_patterns, references
-from pe_book import stats
+from pe_book import plateau, stats
 from pe_book.chapters import (classification, cls_untying, dot_products, findings, length_extrapolation, performance,
                               probing, properties, real_models, scale, sinusoid, span_prediction)
 from pe_book.chapters import pretraining as pretraining_chapter
@@ -78,6 +78,13 @@ def test_pretraining_table_has_every_variant_and_the_unigram_baseline(store):
     assert result.setup["steps"] == 4 and result.cited["setup_tokens"] == 4 * 4 * 16
     assert result.final["validation loss"].is_monotonic_increasing
     assert len(result.setup_table()) == len(pretraining_chapter.SETUP_LABELS)
+    escapes = result.escapes  # one seed of none: the margin is the floor, and none never leaves its own plateau
+    assert list(escapes.table.index) == [(v, 0) for v in store.profile.variants]
+    assert escapes.table.loc[("none", 0), "escape"] is None and result.cited["plateau_margin"] == plateau.FLOOR
+    assert escapes.none_plateau.steps == (2, 4) and result.cited["escape_budget"] == 4 and result.trend is None
+    assert result.cited["plateau_margin_text"].startswith("the floor")
+    trended = pretraining_chapter.compute(store, trend=store).trend  # the stored runs of a trend profile, read
+    assert trended is not None and trended.table.equals(escapes.table)
 
 
 def test_dot_products_panels_say_what_was_not_run(store):
@@ -142,26 +149,50 @@ def test_findings_decide_every_claim(store):
     assert bow["best variant"] in result.names and bow["difference"] == pytest.approx(bow["mean"] - bow["baseline score"])
     assert ("squad", "baseline: first sentence") in against.index and ("squad", "baseline: bag of words") not in against.index
     assert f"bag of words {bow['baseline score']:.1f}" in result.cited["baselines_text"]
+    # each column's intervals are Bonferroni over its distinct baselines, each counted once (no summary row)
+    for column, rows in result.against_baselines.groupby("column"):
+        tasks = result.groups.get(column, [column])
+        distinct = set.intersection(*({baselines.LABELS[n] for n in store.ensure_baselines(t).payload["baselines"]}
+                                      for t in tasks))
+        assert set(rows["baseline"]) == distinct and (rows["over"] == len(distinct)).all(), column
+        assert rows["level"].to_numpy() == pytest.approx(1 - 0.05 / len(distinct))
+    assert result.cited["gate_interval"] == "95% interval" and result.cited["gate_seeds"] == stats.GATE_SEEDS
     assert list(result.operating.index) == list(result.verdicts.index)  # one pretraining seed: rates unknown (NaN)
     assert result.cited["scale_text"].startswith("2-layer, 16-wide models of ") and "0.0M tokens each" in result.cited["scale_text"]
     assert "2 tasks (sst2, squad)" in result.cited["scale_text"]
 
 
+def test_findings_set_the_ape_escape_steps_beside_their_scores(store):
+    relation = findings.compute(store, runs=20).plateau
+    ape = [(v, 0) for v in store.profile.variants if plateau.family(v) == plateau.APE]
+    assert list(relation.per_model.index) == ape and list(relation.per_model.columns) == ["escape", "sst2", "squad"]
+    assert list(relation.correlation.index) == ["sst2", "squad"]  # a group of one task would repeat its task
+    assert (relation.correlation["n"] == len(ape)).all() and relation.correlation["rho"].isna().all()  # two: too few
+    assert relation.cited["escape_rho_n"] == len(ape) and relation.cited["escape_rho_decided"] == 0
+    assert relation.cited["ape_n"] == len(ape)
+
+
 def test_effects_give_the_smallest_and_largest_effect_of_each_claim_with_its_interval():
     details = pd.DataFrame({"claim id": ["a", "a", "a", "b", "c"], "difference": [1.0, -2.5, 0.5, 3.0, 0.2],
-                            "low": [0.0, -4.0, -1.0, 1.0, math.nan], "high": [2.0, -1.0, 2.0, 5.0, math.nan]})
-    assert findings.effects_text(details).to_dict() == {
-        "a": "-2.5 [-4.0, -1.0] to +1.0 [+0.0, +2.0]", "b": "+3.0 [+1.0, +5.0]", "c": "+0.2 (no interval)"}
+                            "low": [0.0, -4.0, -1.0, 1.0, math.nan], "high": [2.0, -1.0, 2.0, 5.0, math.nan],
+                            "level": [1 - 0.05 / 3] * 3 + [0.95, 0.95], "over": [3, 3, 3, 1, 1]})
+    assert findings.effects_text(details).to_dict() == {  # each claim's intervals say their level
+        "a": "-2.5 [-4.0, -1.0] to +1.0 [+0.0, +2.0]; 98.3% intervals (Bonferroni over 3 comparisons)",
+        "b": "+3.0 [+1.0, +5.0]; 95% interval", "c": "+0.2 (no interval)"}
 
 
 def test_baselines_text_reads_each_outcome():
-    table = pd.DataFrame({"column": ["average", "average"], "best variant": ["x", "x"], "mean": [60.0, 60.0],
-                          "low": [58.0, 58.0], "high": [62.0, 62.0], "baseline": ["baseline: best constant", "baseline: bag of words"],
-                          "baseline score": [30.0, 63.0], "difference": [30.0, -3.0], "outcome": ["above", "below"]})
-    text = findings.baselines_text(table, "average", 0.05)
-    assert text == ("x (chosen on the validation split) scores 60.0 (97.5% interval 58.0 to 62.0); best constant 30.0 "
-                    "(the variant is above it); bag of words 63.0 (the variant is below it)")
-    assert findings.baselines_text(table, "span", 0.05) == "no baseline scores the span column"
+    table = pd.DataFrame({"column": ["average"] * 3, "best variant": ["x"] * 3, "mean": [60.0] * 3, "low": [58.0] * 3,
+                          "high": [62.0] * 3, "level": [1 - 0.05 / 3] * 3, "over": [3] * 3,
+                          "baseline": ["baseline: best constant", "baseline: bag of words", "baseline: neighbour match"],
+                          "role": [stats.ORDER_FREE, stats.ORDER_FREE, stats.REFERENCE],
+                          "baseline score": [30.0, 63.0, 61.0], "difference": [30.0, -3.0, -1.0],
+                          "outcome": [stats.ABOVE, stats.BELOW, stats.WITHIN]})
+    text = findings.baselines_text(table, "average")
+    assert text == ("x (chosen on the validation split) scores 60.0, 98.3% interval (Bonferroni over 3 baselines) 58.0 "
+                    "to 62.0; best constant 30.0 (the variant is above it); bag of words 63.0 (the variant is below it); "
+                    "neighbour match 61.0 (reads word order: a reference, not a bar; within the variant's interval)")
+    assert findings.baselines_text(table, "span") == "no baseline scores the span column"
 
 
 def test_needs_tells_a_column_within_reach_of_more_seeds_from_one_no_model_learned():
@@ -176,8 +207,8 @@ def test_needs_tells_a_column_within_reach_of_more_seeds_from_one_no_model_learn
     assert table.loc["a", "within reach"] == "cloze" and "more pretraining seeds" in table.loc["a", "needs"]
     assert table.loc["b", "within reach"] == "none" and table.loc["b", "needs"].startswith("models that learn sst2")
     text = findings.needs_text(table, GPU)
-    assert "1 because no model beats the baselines of their columns" in text
-    assert "1 because on cloze the best variant is above every baseline in the mean" in text
+    assert "1 because no model beats the order-free baselines of their columns" in text
+    assert "1 because on cloze the best variant is above every order-free baseline in the mean" in text
 
 
 def test_needs_separates_what_no_model_learned_from_seeds():
@@ -193,7 +224,7 @@ def test_needs_separates_what_no_model_learned_from_seeds():
     assert table.loc["a", "not testable on"] == "cola, mrpc" and "models that learn cola, mrpc" in table.loc["a", "needs"]
     assert table.loc["b", "needs"].startswith("12 pretraining seeds") and "more than 64" in table.loc["c", "needs"]
     text = findings.needs_text(table, GPU)
-    assert text.startswith("3 claims about scores are not decided") and "1 because no model beats the baselines of their columns" in text
+    assert text.startswith("3 claims about scores are not decided") and "1 because no model beats the order-free baselines of their columns" in text
     assert "the gpu profile's (hidden size 768, 12 layers, 13.1 billion tokens a model)" in text
     assert "would be enough for 0 of them" in text  # 12 seeds against the gpu profile's 3
     assert "1 would be decided with 12 pretraining seeds a variant" in text  # one number, not "12 to 12"

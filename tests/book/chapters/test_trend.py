@@ -107,14 +107,14 @@ def test_a_single_run_learns_a_column_only_where_its_borrowed_interval_clears_ev
     chosen = {1000: test[1000], 2000: test[2000].assign(p=[90.0, 70.0])}  # validation picks none on p at 2000
     variance = pd.DataFrame({"o": [4.0, 4.0], "p": [4.0, 4.0], "g": [4.0, 4.0]}, index=["none", "a"])
     df = {"o": 10.0, "p": 10.0, "g": 10.0}
-    bars = {"o": ("neighbour match", 80.0), "p": ("bag of words", 50.0)}
+    bars = {"o": ("absent word", 80.0), "p": ("bag of words", 50.0)}
     table = trend.learned_by_budget(test, chosen, variance, df, bars, {"g": ["o", "p"]}, ["o"], 0.05)
     rows = table.set_index(["tokens", "column"])
     half = float(stats.interval_halfwidth(2.0, 10.0, 0.05))
     assert rows.loc[(1000, "o"), "low"] == pytest.approx(90.0 - half) and rows.loc[(1000, "o"), "learned"]
     assert rows.loc[(1000, "o"), "gap to none"] == 50.0  # o needs word order: held to none
     assert math.isnan(rows.loc[(1000, "p"), "gap to none"]) and rows.loc[(1000, "p"), "learned"]
-    assert rows.loc[(1000, "g"), "baseline"] == "neighbour match / bag of words" and rows.loc[(1000, "g"), "learned"]
+    assert rows.loc[(1000, "g"), "baseline"] == "absent word / bag of words" and rows.loc[(1000, "g"), "learned"]
     # at 2000 validation chooses none on p (its test score, 80, is what is held to the bar)
     assert rows.loc[(2000, "p"), "best variant"] == "none" and rows.loc[(2000, "p"), "score"] == 80.0
     assert trend.learned_text(table) == "o at 0.001M, 0.002M tokens; p at 0.001M, 0.002M tokens; g at 0.001M, 0.002M tokens"

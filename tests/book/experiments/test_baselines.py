@@ -177,6 +177,19 @@ def test_best_baseline_of_all_or_of_the_order_free_ones():
     assert baselines.best_baseline(older, order_free=True) == ("constant", 50.0)  # stored without the flag: order-free
 
 
+def test_a_rule_that_reads_word_order_is_told_by_its_flag_or_its_rule():
+    payload = {"kind": "span", "baselines": {
+        "absent word": {"test": {"exact_match": 60.0, "f1": 62.0}, "order_free": True},
+        "neighbour match": {"test": {"exact_match": 80.0, "f1": 80.0}, "order_free": False}}}
+    assert baselines.reads_order(payload, "neighbour match") and not baselines.reads_order(payload, "absent word")
+    assert baselines.best_reference(payload) == ("neighbour match", 80.0)
+    # stored before the flag: its rule in SPAN_RULES says (neighbour match reads order, bag of words does not)
+    older = {"kind": "span", "baselines": {name: {"test": result["test"]} for name, result in payload["baselines"].items()}}
+    assert baselines.reads_order(older, "neighbour match") and baselines.best_baseline(older, order_free=True)[0] == "absent word"
+    sentence = {"kind": "classification", "baselines": {"bag of words": {"test": {"accuracy": 0.8}}}}
+    assert not baselines.reads_order(sentence, "bag of words") and baselines.best_reference(sentence) is None
+
+
 # ----------------------------------------------------------------------------- null threshold
 
 
