@@ -10,6 +10,8 @@ branch on a profile's name.
 * ``cpu-glue``: the cpu run before it (superseded by ``cpu``): the same models fine-tuned on the
   analogues of six GLUE and SQuAD tasks, most of which need no word order.
 * ``trend``: none, ape-learned and rpe-learned kept at 1x-16x, for the scale trend of the key effects.
+* ``cpu-65m``: the decisive cpu run (its folder: ``cpu``): every paper variant at 16x, past the
+  no-position plateau, seeds as its committed design says; ``pilot``: its pilot.
 * ``gpu``: BERT-base-sized, for users with accelerators (not run here).
 """
 from __future__ import annotations
@@ -258,6 +260,7 @@ CPU = Profile(
     task_max_eval=400,
     probe=CPU_GLUE.probe,
     weights_in_store=True,
+    code_versions={"finetune": 2},
 )
 
 #: The scale trend of the key effects: the cpu run's recipe and tasks for the three variants the
@@ -274,6 +277,60 @@ TREND = replace(
     seeds=(0,),
     seeds_by_task={},
     pretrain_seeds_by_variant={},
+)
+
+#: The budget of the decisive cpu run: 16x the scale study's unit (65.5M tokens, 32,000 steps), 4x the
+#: 16.4M tokens of :data:`CPU`, by the end of which the trend run's learned APE had left the
+#: no-position plateau (at this budget's half at the latest: issue 57). Its snapshots at the
+#: earlier budgets (8,000 steps: :data:`CPU`'s; 16,000) give every paper variant its scale trend
+#: from the same runs, with seeds. Its pretraining key is the trend run's 16x key (snapshots are
+#: not part of a key), so the trend's models are its first seeds of none, ape-learned and rpe-learned.
+DECISIVE_PRETRAIN = replace(SCALE.pretrain, snapshot_steps=(4 * SCALE_UNIT_STEPS, 8 * SCALE_UNIT_STEPS))
+#: Precision: fp32 on every machine. bf16 autocast trains the cpu model 1.2-1.8x faster on the
+#: CPUs with bf16 instructions (AMD EPYC with AVX512-BF16, Intel Xeon with AMX) and about 18x
+#: slower on the AVX2-only EPYCs these sessions also get (``results/bench.json``, section
+#: ``precision``); a run in chunks cannot choose its machine, and a model begun in bf16 would have
+#: to be resumed in bf16 wherever its next chunk lands.
+#: Tasks: :data:`CPU`'s suite with the word-order task as minimal pairs (``word_order``: a test
+#: split of 2,990 examples, against cola's 183), every validation and test example scored
+#: (``task_max_eval=None``), so that every task's test-set standard error is at most 2 points.
+#: Seeds: set by the design committed before the run (``design.json`` in its folder, issue 57).
+CPU_DECISIVE = Profile(
+    name="cpu-65m",
+    description="the decisive cpu run: the scale study's recipe at 16x (65.5M tokens a model), past the "
+                "no-position plateau, on a task suite that tests position with test sets of thousands",
+    folder="cpu",
+    model=SCALE_MODEL,
+    pretrain=DECISIVE_PRETRAIN,
+    finetune=SMALL_FINETUNE,
+    seq_len=SCALE.seq_len,
+    corpus_tokens=None,
+    tasks=("sst2", "word_order", "cloze", "cloze_v2"),
+    seeds=(0,),
+    pretrain_seeds_by_variant=PAPER_PRETRAINING_SEEDS,
+    task_max_train=CPU_GLUE.task_max_train,
+    task_max_train_by_task={"cloze": None, "cloze_v2": None},
+    finetune_by_task={"word_order": {"epochs": 10}, "cloze": {"epochs": 5}, "cloze_v2": {"epochs": 5}},
+    task_max_eval=None,
+    probe=CPU_GLUE.probe,
+    weights_in_store=True,
+)
+
+#: The pilot of the decisive run (issue 57): ape-learned and rpe-learned, three pretraining seeds at
+#: its budget (the first is the trend run's model), fine-tuned with three seeds on the sentence
+#: tasks and two on the span tasks, so that the design sees every source of variance past the plateau.
+#: Only the final budget is evaluated (no snapshots): the trend run holds the way there.
+PILOT = replace(
+    CPU_DECISIVE,
+    name="pilot",
+    pretrain=replace(DECISIVE_PRETRAIN, snapshot_steps=()),
+    folder="",
+    description="the pilot of the decisive cpu run: ape-learned and rpe-learned, three pretraining seeds at 65.5M tokens",
+    variants=("ape-learned", "rpe-learned"),
+    seeds=(0, 1, 2),
+    seeds_by_task={"cloze": (0, 1), "cloze_v2": (0, 1)},
+    pretrain_seeds_by_variant={},
+    pretrain_seeds=3,
 )
 
 GPU = Profile(
@@ -299,7 +356,7 @@ GPU = Profile(
     extrapolation_tokens=1_048_576,
 )
 
-PROFILES: dict[str, Profile] = {p.name: p for p in (SMOKE, CPU, CPU_GLUE, SCALE, TREND, GPU)}
+PROFILES: dict[str, Profile] = {p.name: p for p in (SMOKE, CPU, CPU_GLUE, SCALE, TREND, CPU_DECISIVE, PILOT, GPU)}
 
 
 def get_profile(name: str) -> Profile:

@@ -43,15 +43,17 @@ class Builder:
 
 
 def split_by_group(rows: Sequence[Row], groups: Sequence[Hashable], seed: int,
-                   held_out: float = HELD_OUT_FRACTION) -> dict[str, list[Row]]:
-    """Train/validation/test by group: ``held_out`` of the groups each to validation and test, shuffled."""
+                   held_out: float = HELD_OUT_FRACTION, test_share: float | None = None) -> dict[str, list[Row]]:
+    """Train/validation/test by group: ``held_out`` of the groups to validation and ``test_share``
+    (default: ``held_out``) to test, shuffled."""
     unique = sorted(set(groups), key=str)
     if len(unique) < 3:
         raise ValueError(f"need at least 3 groups to split train/validation/test, got {len(unique)}")
     rng = random.Random(seed)
     rng.shuffle(unique)
     n_held = max(1, round(len(unique) * held_out))
-    where = {g: "test" for g in unique[:n_held]} | {g: "validation" for g in unique[n_held:2 * n_held]}
+    n_test = n_held if test_share is None else max(1, round(len(unique) * test_share))
+    where = {g: "test" for g in unique[:n_test]} | {g: "validation" for g in unique[n_test:n_test + n_held]}
     out: dict[str, list[Row]] = {split: [] for split in SPLITS}
     for row, group in zip(rows, groups, strict=True):
         out[where.get(group, "train")].append(row)
@@ -137,30 +139,68 @@ def _swap_adjacent(words: list[str], rng: random.Random) -> list[str] | None:
     return [*words[:i], words[i + 1], words[i], *words[i + 2:]]
 
 
-def build_word_order(cache_dir: str | os.PathLike[str] | None, seed: int, min_words: int = 6,
-                     max_words: int = 30) -> Built:
-    """CoLA-like: held-out corpus sentences, as written (1) or with two adjacent words swapped (0)."""
-    _, held_out = split_documents(packaged_documents(PROSE_SOURCES, cache_dir))
-    rng = random.Random(seed)
-    data: list[Row] = []
-    groups: list[str] = []
+def held_out_sentences(sources: Sequence[str], cache_dir: str | os.PathLike[str] | None, min_words: int = 6,
+                       max_words: int = 30) -> list[tuple[str, str]]:
+    """(sentence, its document) of the documents held out of the pretraining corpus (its validation
+    split): whole sentences of ``min_words``-``max_words`` words, capitalised and ending with a
+    full stop, each once."""
+    _, held_out = split_documents(packaged_documents(sources, cache_dir))
     seen: set[str] = set()
+    out = []
     for doc in held_out:
         for paragraph in doc.paragraphs:
             for sentence in split_sentences(paragraph):
-                words = sentence.split()
-                if not (min_words <= len(words) <= max_words and sentence[0].isupper()
+                if (min_words <= len(sentence.split()) <= max_words and sentence[0].isupper()
                         and sentence.endswith((".", "!", "?")) and sentence not in seen):
-                    continue
-                seen.add(sentence)
-                label = int(rng.random() < 0.5)
-                if not label:
-                    swapped = _swap_adjacent(words, rng)
-                    if swapped is None:
-                        continue
-                    sentence = " ".join(swapped)
-                data.append({"sentence1": sentence, "label": label})
-                groups.append(f"{doc.source}/{doc.doc_id}")
+                    seen.add(sentence)
+                    out.append((sentence, f"{doc.source}/{doc.doc_id}"))
+    return out
+
+
+#: The sources of the minimal-pair word-order task: the prose of the corpus and the King James Bible.
+PAIR_SOURCES = (*PROSE_SOURCES, "kjv")
+#: Its test share of documents: large enough for a Matthews correlation within about 2 points
+#: (standard error) on about 3,000 test sentences' pairs.
+PAIR_TEST_SHARE = 0.4
+
+
+def build_word_order_pairs(cache_dir: str | os.PathLike[str] | None, seed: int) -> Built:
+    """CoLA's role as minimal pairs: every held-out sentence twice, as written (1) and with two
+    adjacent inner words swapped (0); the two share every word, so an order-free model is at chance."""
+    rng = random.Random(seed)
+    data: list[Row] = []
+    groups: list[str] = []
+    for sentence, doc in held_out_sentences(PAIR_SOURCES, cache_dir):
+        swapped = _swap_adjacent(sentence.split(), rng)
+        if swapped is None:
+            continue
+        pair = [{"sentence1": sentence, "label": 1}, {"sentence1": " ".join(swapped), "label": 0}]
+        data.extend(pair)
+        groups.extend([doc, doc])
+    return Built(split_by_group(data, groups, seed, test_share=PAIR_TEST_SHARE),
+                 "CONSTRUCTED LABELS, MINIMAL PAIRS: every sentence of the documents held out of the pretraining "
+                 "corpus (its validation split; Wikipedia, Austen, World English and King James Bibles) appears "
+                 "twice: as written (label 1) and with two adjacent inner words swapped (label 0). Both members of a "
+                 "pair have the same words, so bag of words is at chance by construction. Splits are by document, "
+                 f"{round(100 * PAIR_TEST_SHARE)}% of the documents to test (a test split of thousands of examples), "
+                 f"{round(100 * HELD_OUT_FRACTION)}% to validation.")
+
+
+def build_word_order(cache_dir: str | os.PathLike[str] | None, seed: int, min_words: int = 6,
+                     max_words: int = 30) -> Built:
+    """CoLA-like: held-out corpus sentences, as written (1) or with two adjacent words swapped (0)."""
+    rng = random.Random(seed)
+    data: list[Row] = []
+    groups: list[str] = []
+    for sentence, doc in held_out_sentences(PROSE_SOURCES, cache_dir, min_words, max_words):
+        label = int(rng.random() < 0.5)
+        if not label:
+            swapped = _swap_adjacent(sentence.split(), rng)
+            if swapped is None:
+                continue
+            sentence = " ".join(swapped)
+        data.append({"sentence1": sentence, "label": label})
+        groups.append(doc)
     return Built(split_by_group(data, groups, seed),
                  "CONSTRUCTED LABELS: sentences come from documents held out of the pretraining corpus "
                  "(its validation split); label 1 = the sentence as written, label 0 = the same kind of "
@@ -441,6 +481,7 @@ BUILDERS: dict[str, Builder] = {
     "regression": Builder(build_regression, ("vader",)),
     "paraphrase": Builder(build_paraphrase, ("kjv", "web")),
     "word-order": Builder(build_word_order, PROSE_SOURCES),
+    "word-order-pairs": Builder(build_word_order_pairs, PAIR_SOURCES),
     "spans": Builder(lambda cache_dir, seed: build_spans(cache_dir, seed, with_negatives=False), ("wordnet",)),
     "spans-v2": Builder(lambda cache_dir, seed: build_spans(cache_dir, seed, with_negatives=True), ("wordnet",)),
     "order-pairs": Builder(build_order_pairs, ("kjv", "web", "wordnet")),

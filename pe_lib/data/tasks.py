@@ -95,6 +95,11 @@ ABOUT: dict[str, tuple[tuple[str, str], ...]] = {
     "cola": (("tests", "word-order well-formedness: a held-out sentence as written, or with two adjacent words swapped"),
              ("without positions", "no, by construction: both labels have the same kind of words; only their order differs"),
              (_CHEAP, "best constant (Matthews correlation 0); bag of words (near 0: it sees no order)")),
+    "word_order": (("tests", "word-order well-formedness as minimal pairs: every held-out sentence as written and with "
+                             "two adjacent words swapped"),
+                   ("without positions", "no, by construction: the two members of a pair have the same words, so any "
+                                         "order-free model is at Matthews correlation 0 in expectation"),
+                   (_CHEAP, "best constant (Matthews correlation 0); bag of words (at chance by construction)")),
     "paws": (("tests", "paraphrase by word order across two sentences (PAWS): a King James verse and its World "
                        "English Bible rendering, or that rendering with two names or nouns swapped (who does what to whom)"),
              ("without positions", "no, by construction: a pair has the same words, as a multiset, whichever its label, "
@@ -134,6 +139,10 @@ TASKS: dict[str, TaskSpec] = {
                       "WordNet 'which word has this gloss' spans", order_sensitive=True),
     "squad_v2": TaskSpec(TaskMeta("squad_v2", "span", 0, ("exact_match", "f1"), version_2_with_negative=True),
                          "squad_v2", "spans-v2", "WordNet gloss spans with unanswerable questions", order_sensitive=True),
+    "word_order": TaskSpec(TaskMeta("word_order", "classification", 2, ("matthews_correlation",), ("swapped", "as written")),
+                           None, "word-order-pairs", "CoLA's role as minimal pairs: every sentence held out of the "
+                           "pretraining corpus as written and with two adjacent words swapped; same words either way, "
+                           "so bag of words is at chance by construction", order_sensitive=True, about=ABOUT["word_order"]),
     "paws": TaskSpec(TaskMeta("paws", "classification", 2, ("accuracy",), ("not_paraphrase", "paraphrase")), "paws",
                      "order-pairs", "GLUE's role, paraphrase by word order (PAWS-style): a KJV verse vs its WEB rendering "
                      "or that rendering with two names or nouns swapped; same words either way, so bag of words is "

@@ -390,6 +390,30 @@ def score_sentences(task, logits: np.ndarray, split) -> dict[str, float]:
     return {name: _METRICS[name](labels, predictions) for name in task.meta.metrics}
 
 
+def sentence_clusters(split) -> list[tuple[str, ...]]:
+    """The bootstrap's clusters of a sentence-level split: examples with the same words, as a
+    multiset (the two members of a minimal pair), are one cluster."""
+    columns = [c for c in ("sentence1", "sentence2") if c in split.column_names]
+    texts = zip(*(list(split[c]) for c in columns))
+    return [tuple(" ".join(sorted((text or "").split())) for text in row) for row in texts]
+
+
+def sentence_test_se(task, logits: np.ndarray, split) -> dict[str, float]:
+    """The test-set sampling standard error of each metric of a sentence-level split (bootstrap
+    over :func:`sentence_clusters`)."""
+    labels = np.asarray(list(split["label"]))
+    predictions = logits[:, 0] if task.meta.is_regression else logits.argmax(-1)
+    clusters = sentence_clusters(split)
+    return {name: metrics.bootstrap_se(lambda i, f=_METRICS[name]: f(labels[i], predictions[i]), clusters)
+            for name in task.meta.metrics}
+
+
+def span_test_se(per_question: dict[str, np.ndarray]) -> dict[str, float]:
+    """The test-set sampling standard error, in percent, of each span metric (bootstrap over questions)."""
+    return {name: 100 * metrics.bootstrap_se(lambda i, v=values: float(np.mean(v[i])), range(len(values)))
+            for name, values in per_question.items()}
+
+
 def training_device() -> torch.device:
     """The device pretraining trains on: accelerate's, for the same request (``Accelerator(cpu=not
     torch.cuda.is_available())`` in ``pretrain``): this process's GPU when CUDA is available, else the CPU."""
@@ -401,7 +425,8 @@ def training_device() -> torch.device:
 def finetune(model_dir: str | os.PathLike, tokenizer, task, cfg: FinetuneConfig, progress: bool = True,
              features: TaskFeatures | None = None, group_by_length: bool = True, tally: Tally | None = None) -> dict:
     """Fine-tune the pretrained model in ``model_dir`` on ``task`` (a ``pe_lib.data.Task``) and
-    score it on the validation and test splits. Returns ``{"validation": {...}, "test": {...}, ...}``.
+    score it on the validation and test splits. Returns ``{"validation": {...}, "test": {...}, ...}``,
+    with ``test_examples`` and ``test_se`` (each test metric's sampling standard error, bootstrap).
 
     ``features``: the task's :func:`task_features` for ``cfg``'s cut, when already built (they
     depend on the task, the tokenizer and :func:`feature_cut` only, so every seed and model shares
@@ -436,7 +461,8 @@ def finetune(model_dir: str | os.PathLike, tokenizer, task, cfg: FinetuneConfig,
     with tally.phase("training"):
         train(model, features.splits["train"], cfg, bf16, f"finetune {task.meta.name}", progress, group_by_length, tally)
 
-    result = {"task": task.meta.name, "origin": task.origin, "config": asdict(cfg), "train_examples": len(task.splits["train"])}
+    result = {"task": task.meta.name, "origin": task.origin, "config": asdict(cfg), "train_examples": len(task.splits["train"]),
+              "test_examples": len(task.splits["test"])}
     with tally.phase("evaluation"):
         for split_name in ("validation", "test"):  # validation first: SQuAD v2's null threshold is chosen on it
             split, encoded = task.splits[split_name], features.splits[split_name]
@@ -447,9 +473,14 @@ def finetune(model_dir: str | os.PathLike, tokenizer, task, cfg: FinetuneConfig,
                 golds = {qid: list(a["text"]) for qid, a in zip(list(split["id"]), list(split["answers"]))}
                 if task.meta.version_2_with_negative and "null_threshold" not in result:
                     result["null_threshold"] = best_null_threshold(candidates, golds)
-                result[split_name] = metrics.squad_scores(answers_at(candidates, result.get("null_threshold")), golds)
+                per_question = metrics.squad_per_question(answers_at(candidates, result.get("null_threshold")), golds)
+                result[split_name] = metrics.squad_means(per_question)
+                if split_name == "test":
+                    result["test_se"] = span_test_se(per_question)
             else:
                 logits = predict_logits(model, encoded, cfg, bf16, group_by_length)
                 result[split_name] = score_sentences(task, logits, split)
+                if split_name == "test":
+                    result["test_se"] = sentence_test_se(task, logits, split)
     result["wall_s"] = time.perf_counter() - started
     return result

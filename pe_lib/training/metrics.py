@@ -11,7 +11,7 @@ import collections
 import math
 import re
 import string
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 import numpy as np
 
@@ -78,12 +78,8 @@ def token_f1(prediction: str, gold: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def squad_scores(predictions: dict[str, str], golds: dict[str, list[str]]) -> dict[str, float]:
-    """Exact match and F1 in percent over the questions of ``golds`` (SQuAD v1.1 and v2.0).
-
-    ``golds[id]`` is the list of gold answer texts; an empty list marks an unanswerable question
-    (v2.0), for which the gold is the empty string. A missing prediction counts as empty.
-    """
+def squad_per_question(predictions: dict[str, str], golds: dict[str, list[str]]) -> dict[str, np.ndarray]:
+    """Exact match and F1 (0-1) of every question of ``golds``, in its order (:func:`squad_scores`)."""
     if not golds:
         raise ValueError("squad_scores: no questions to score")
     em, f1 = [], []
@@ -92,7 +88,48 @@ def squad_scores(predictions: dict[str, str], golds: dict[str, list[str]]) -> di
         prediction = predictions.get(qid, "")
         em.append(max(exact_match(prediction, a) for a in answers))
         f1.append(max(token_f1(prediction, a) for a in answers))
-    return {"exact_match": 100 * float(np.mean(em)), "f1": 100 * float(np.mean(f1))}
+    return {"exact_match": np.asarray(em), "f1": np.asarray(f1)}
+
+
+def squad_scores(predictions: dict[str, str], golds: dict[str, list[str]]) -> dict[str, float]:
+    """Exact match and F1 in percent over the questions of ``golds`` (SQuAD v1.1 and v2.0).
+
+    ``golds[id]`` is the list of gold answer texts; an empty list marks an unanswerable question
+    (v2.0), for which the gold is the empty string. A missing prediction counts as empty.
+    """
+    return squad_means(squad_per_question(predictions, golds))
+
+
+def squad_means(per_question: dict[str, np.ndarray]) -> dict[str, float]:
+    """Each span metric in percent, over the questions of :func:`squad_per_question`."""
+    return {name: 100 * float(np.mean(values)) for name, values in per_question.items()}
+
+
+#: Resamples of :func:`bootstrap_se` and their seed (a fixed seed: the same predictions, the same SE).
+BOOTSTRAP_ROUNDS = 1000
+BOOTSTRAP_SEED = 0
+
+
+def bootstrap_se(score: Callable[[np.ndarray], float], clusters: Sequence[Hashable],
+                 rounds: int = BOOTSTRAP_ROUNDS, seed: int = BOOTSTRAP_SEED) -> float:
+    """The test-set sampling standard error of ``score`` by the bootstrap: ``rounds`` resamples of
+    the split's clusters with replacement, each scored by ``score(indices of its examples)``.
+    Examples that are not independent share a cluster (the two members of a minimal pair), so
+    they are drawn together; otherwise every example is its own cluster."""
+    first: dict[Hashable, int] = {}
+    members: list[list[int]] = []
+    for index, cluster in enumerate(clusters):
+        if cluster not in first:
+            first[cluster] = len(members)
+            members.append([])
+        members[first[cluster]].append(index)
+    if len(members) < 2:
+        return math.nan
+    rng = np.random.default_rng(seed)
+    arrays = [np.asarray(m) for m in members]
+    values = [score(np.concatenate([arrays[j] for j in rng.integers(0, len(arrays), len(arrays))]))
+              for _ in range(rounds)]
+    return float(np.nanstd(values, ddof=1))
 
 
 #: Correlation metrics: undefined (NaN) for a constant prediction, which is counted as 0.

@@ -148,3 +148,23 @@ def test_cards_of_the_position_suite_say_what_the_task_tests(prepared_cache: Pat
     assert set(card["about"]) == {"tests", "without positions", "cheap baselines"}
     assert all(len(text) > 40 for text in card["about"].values())
     assert card["splits"]["train"]["examples"] > 0  # its size
+
+
+def test_word_order_pairs_are_minimal_pairs_split_by_document(fake_cache_template: Path) -> None:
+    built = BUILDERS["word-order-pairs"].build(fake_cache_template, 0)
+    for split in builders.SPLITS:
+        by_words: dict[tuple[str, ...], list[int]] = {}
+        for row in built.splits[split]:
+            by_words.setdefault(tuple(sorted(row["sentence1"].split())), []).append(row["label"])
+        # every sentence twice, as written (1) and swapped (0): the same words either way
+        assert all(sorted(labels) == [0, 1] for labels in by_words.values()), split
+    assert sum(len(built.splits[s]) for s in builders.SPLITS) > 0
+
+
+def test_word_order_pairs_gives_test_its_larger_share_of_documents() -> None:
+    rows = [{"i": i} for i in range(100)]
+    groups = [i // 2 for i in range(100)]  # 50 documents of 2 rows
+    split = builders.split_by_group(rows, groups, 0, test_share=builders.PAIR_TEST_SHARE)
+    assert (len(split["test"]), len(split["validation"])) == (40, 10)
+    # the default keeps validation and test at the same share, as the earlier tasks were built
+    assert len(builders.split_by_group(rows, groups, 0)["test"]) == 10

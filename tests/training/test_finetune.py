@@ -1,3 +1,4 @@
+import math
 from dataclasses import replace
 from types import SimpleNamespace
 
@@ -46,8 +47,13 @@ def sentiment_task(n=96, seed=0) -> Task:
 def test_classification_learns_a_separable_task(model_dir, tokenizer):
     cfg = FinetuneConfig(epochs=12, batch_size=16, lr=2e-3, max_seq_len=32, doc_stride=8, precision="fp32")
     result = finetune(model_dir, tokenizer, sentiment_task(), cfg, progress=False)
-    assert set(result) >= {"validation", "test", "wall_s", "train_examples"}
+    assert set(result) >= {"validation", "test", "wall_s", "train_examples", "test_examples", "test_se"}
     assert result["validation"]["accuracy"] >= 0.9
+    # the test split's size and each metric's sampling standard error, of the order of sqrt(p (1 - p) / n)
+    assert result["test_examples"] == 16
+    p = result["test"]["accuracy"]
+    assert set(result["test_se"]) == {"accuracy"}
+    assert result["test_se"]["accuracy"] == pytest.approx(math.sqrt(p * (1 - p) / 16), rel=0.5, abs=0.03)
 
 
 def test_same_seed_same_scores(model_dir, tokenizer):
@@ -110,6 +116,8 @@ def test_span_task_runs_end_to_end(name, model_dir, tokenizer):
     assert set(result["test"]) == {"exact_match", "f1"}
     assert result["test"]["f1"] >= 50  # a single repeated question is learnable
     assert ("null_threshold" in result) == (name == "squad_v2")  # chosen on validation for v2 only
+    assert result["test_examples"] == 8 and set(result["test_se"]) == {"exact_match", "f1"}
+    assert all(0 <= se <= 50 for se in result["test_se"].values())  # percent, as the scores
 
 
 def test_empty_split_is_refused(model_dir, tokenizer):

@@ -1,5 +1,7 @@
 import math
 
+import numpy as np
+
 import pytest
 
 from pe_lib.training import metrics
@@ -43,3 +45,20 @@ def test_scale_metric_counts_an_undefined_correlation_as_zero():
     assert metrics.scale_metric(float("nan"), "regression", "pearson") == 0.0
     assert math.isnan(metrics.scale_metric(float("nan"), "classification", "accuracy"))
     assert metrics.scale_metric(45.0, "span", "f1") == 45.0
+
+
+def test_bootstrap_se_of_a_mean_is_near_its_standard_error() -> None:
+    values = np.random.default_rng(1).integers(0, 2, 2000).astype(float)
+    se = metrics.bootstrap_se(lambda i: float(values[i].mean()), range(len(values)))
+    assert se == pytest.approx(values.std() / np.sqrt(len(values)), rel=0.1)
+    assert se == metrics.bootstrap_se(lambda i: float(values[i].mean()), range(len(values)))  # seeded
+
+
+def test_bootstrap_se_draws_a_cluster_whole() -> None:
+    # pairs of equal values: drawn whole, the SE is that of 500 values, not of 1000
+    half = np.random.default_rng(2).normal(size=500)
+    values = np.repeat(half, 2)
+    clustered = metrics.bootstrap_se(lambda i: float(values[i].mean()), np.repeat(np.arange(500), 2))
+    independent = metrics.bootstrap_se(lambda i: float(values[i].mean()), range(1000))
+    assert clustered == pytest.approx(half.std() / np.sqrt(500), rel=0.1)
+    assert clustered > 1.3 * independent

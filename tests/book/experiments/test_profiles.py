@@ -1,7 +1,7 @@
 """The profiles that share models with each other keep doing so; each keeps its results apart."""
 import dataclasses
 
-from pe_book.experiments.profiles import CPU, CPU_GLUE, PROFILES, TREND
+from pe_book.experiments.profiles import CPU, CPU_DECISIVE, CPU_GLUE, PILOT, PROFILES, TREND
 
 
 def test_the_trend_fine_tunes_the_cpu_runs_tasks_and_its_4x_model_is_that_runs_model():
@@ -29,3 +29,24 @@ def test_a_profile_keeps_its_results_in_its_own_folder():
     assert len(set(folders)) == len(folders)
     assert CPU.results_folder == "cpu-next" and CPU_GLUE.results_folder == "cpu-glue" and TREND.results_folder == "trend"
     assert dataclasses.replace(CPU_GLUE, name="other").results_folder == "other", "a derived profile follows its name"
+
+
+def test_the_decisive_run_is_the_trend_runs_recipe_at_its_longest_budget_so_its_models_are_its_first_seeds():
+    # a key holds the recipe but not the snapshots: the trend's 16x models are the decisive run's seed 0
+    assert CPU_DECISIVE.pretrain.at(TREND.pretrain.steps) == TREND.pretrain.at(TREND.pretrain.steps)
+    assert (CPU_DECISIVE.model, CPU_DECISIVE.seq_len, CPU_DECISIVE.corpus_tokens) == (TREND.model, TREND.seq_len,
+                                                                                      TREND.corpus_tokens)
+    assert CPU_DECISIVE.pretrain.steps == 4 * CPU.pretrain.steps
+    assert CPU.pretrain.steps in CPU_DECISIVE.pretrain.snapshot_steps  # today's budget, for the trend with seeds
+    assert CPU_DECISIVE.pretrain.precision == "fp32"  # the same on every machine type (results/bench.json: precision)
+    assert CPU_DECISIVE.task_max_eval is None  # every test example: the test-set SE within 2 points
+    assert CPU_DECISIVE.results_folder == "cpu"
+
+
+def test_the_pilot_is_the_decisive_runs_recipe_for_ape_learned_and_rpe_learned_with_three_seeds():
+    assert PILOT.pretrain.at(PILOT.pretrain.steps) == CPU_DECISIVE.pretrain.at(CPU_DECISIVE.pretrain.steps)
+    assert PILOT.pretrain.snapshot_steps == ()
+    assert (PILOT.tasks, PILOT.finetune_by_task, PILOT.task_max_eval) == (CPU_DECISIVE.tasks,
+                                                                         CPU_DECISIVE.finetune_by_task, None)
+    assert all(len(PILOT.pretrain_seeds_for(v)) == 3 for v in PILOT.variants)
+    assert all(len(PILOT.seeds_for(t)) >= 2 for t in PILOT.tasks)  # the fine-tuning variance is measured
