@@ -22,7 +22,9 @@ machine noise hits all contenders alike, and printed with a description of the m
    and where a fine-tuning's time goes;
 8. ``dry-run``: wall time of ``pe-book run --profile cpu --dry-run`` (a new process: imports, data
    and keys) of this working tree against the commit ``--base`` (a temporary git worktree of it,
-   run with the same Python), in turns, and whether both listed the same artifacts.
+   run with the same Python), in turns, and whether both listed the same artifacts;
+9. ``precision`` (``pe_book.bench_precision``): the decisive cpu profile's pretraining step in fp32
+   and in bf16, per variant, kept per machine type: which precision the profile trains in.
 
 A training step is forward + backward + AdamW update on an MLM batch with 15% of tokens masked
 (sections 1-6).
@@ -30,6 +32,7 @@ A training step is forward + backward + AdamW update on an MLM batch with 15% of
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import multiprocessing
 import os
@@ -48,7 +51,7 @@ from transformers import BertConfig, BertForMaskedLM
 from pe_lib.model import PEBertConfig, PEBertForMaskedLM
 from pe_lib.positions import PE_VARIANTS
 
-SECTIONS = ("hf", "variants", "relative", "mfu", "smoke", "profile", "fine-tune", "dry-run")
+SECTIONS = ("hf", "variants", "relative", "mfu", "smoke", "profile", "fine-tune", "dry-run", "precision")
 #: The basic variants, and one with [CLS] untied (what the modifier costs).
 BENCH_VARIANTS = PE_VARIANTS + ("rpe-learned+untie-cls",)
 
@@ -550,6 +553,9 @@ def print_report(result: dict) -> None:
         r = result["dry-run"]
         print(f"[dry-run]  {r['profile']}: base {r['base'][:10]} {r['base_s']:.1f} s, working tree {r['working_tree_s']:.1f} s"
               f" (median of {r['rounds']}): {r['speedup']:.2f}x faster; same plan: {'yes' if r['same_plan'] else 'NO'}")
+    for kind, entry in result.get("precision", {}).items():
+        for r in entry["rows"]:
+            print(f"[precision] {r['variant']:12s} {r['dtype']}: {r['tokens_per_s']:7.0f} tok/s = {r['vs_fp32']:.2f}x fp32 ({kind})")
     for r in result.get("fine-tune", {}).get("rows", []):
         phases = ", ".join(f"{k} {v:.1f}" for k, v in r["seconds"].items())
         print(f"[fine-tune] {r['kind']:15s} ({r['task']}) {r['when']:6s}: {r['tokens_per_s']:7.0f} tok/s vs pretraining"
@@ -611,6 +617,11 @@ def main(argv: list[str] | None = None) -> int:
         result["fine-tune"] = {"machine": result["machine"], "created": result["created"], "git_commit": result["git_commit"], **measured}
     if "dry-run" in args.sections:
         result["dry-run"] = bench_dry_run(DryRunBench(base=args.base))
+    if "precision" in args.sections:
+        from pe_book import bench_precision
+
+        stored = json.loads(Path(args.json).read_text()).get("precision") if args.json and Path(args.json).exists() else None
+        result["precision"] = bench_precision.measured(stored, bench_precision.bench_precision(rounds=args.rounds), result)
     print_report(result)
     if args.json:
         from pe_lib.io import write_json
