@@ -266,6 +266,21 @@ against = result.against_baselines
 # %% tags=["hide-input", "hide-output"]
 findings.variance_shown(result.variance).style.set_table_attributes('class="dataframe"')
 
+# %% [markdown]
+# *Paired by seed index?* Every variant's pretraining seed $s$ trains on the same batches with the
+# same masks, so the scores of one seed index could share an effect $b_s$ across variants
+# ($y_{vs} = \mu_v + b_s + e_{vs}$), which a comparison at the same seeds would cancel. A two-way
+# analysis of variance of each pretrained model's mean (variants by seed index, over the variants
+# that share their seed indices) estimates it: pairing removes at most
+# {glue:text}`pairing_saved_max` of a difference's variance (on {glue:text}`pairing_saved_column`),
+# so the tests treat the variants' seeds as independent, as above. The components per column
+# (percentage points squared):
+
+# %% tags=["hide-input"]
+(result.pairing.rename(columns={"seed_index": "seed index", "saved": "share saved by pairing"})
+ .style.format({"seed index": "{:.1f}", "residual": "{:.1f}", "share saved by pairing": "{:.0%}",
+                "variants": "{:.0f}", "seeds": "{:.0f}"}, na_rep="n/a"))
+
 # %% tags=["hide-input"]
 SHOWN = {"claim": "claim", "verdict": "verdict", "not testable on": "not testable on",
          "effects": "effects [interval]", "mean difference": "mean diff."}

@@ -23,7 +23,7 @@ machine noise hits all contenders alike, and printed with a description of the m
 8. ``dry-run``: wall time of ``pe-book run --profile cpu --dry-run`` (a new process: imports, data
    and keys) of this working tree against the commit ``--base`` (a temporary git worktree of it,
    run with the same Python), in turns, and whether both listed the same artifacts;
-9. ``precision`` (``pe_book.bench_precision``): the decisive cpu profile's pretraining step in fp32
+9. ``precision``: the decisive cpu profile's pretraining step in fp32
    and in bf16, per variant, kept per machine type: which precision the profile trains in.
 
 A training step is forward + backward + AdamW update on an MLM batch with 15% of tokens masked
@@ -490,6 +490,64 @@ def bench_dry_run(cfg: DryRunBench) -> dict:
             "speedup": base_s / current_s, "same_plan": outputs["base"] == outputs["working tree"], "seconds": seconds}
 
 
+# ----------------------------------------------------------------------------- 9: precision
+# The decisive cpu profile's pretraining step (its model, 32 x 64 tokens, its masking, AdamW with
+# its weight-decay groups, gradient clipping) in fp32 and under bf16 autocast, in turns on the same
+# batch, per variant. The rows are kept per machine type (results/bench.json: precision[<machine
+# type>]), since which precision is faster depends on the CPU: a profile trained in chunks on
+# whatever machine a session gets takes bf16 only where every machine type measured trains faster
+# in it (fastest_everywhere; tests/book/test_bench.py ties the decisive cpu profile to it).
+
+#: The variants the precision section times: an absolute PE and a relative one (the relative term's share of the step differs).
+PRECISION_VARIANTS = ("ape-learned", "rpe-learned")
+PRECISION_DTYPES = ("fp32", "bf16")
+
+
+def machine_type(described: dict) -> str:
+    """The key of a machine type in the section: its CPU, instruction-set flags, cores and threads."""
+    from pe_book.experiments.store import MACHINE_TYPE
+
+    return ", ".join(f"{field} {described.get(field)}" for field in MACHINE_TYPE)
+
+
+def bench_precision(profile_name: str = "cpu-65m", rounds: int = 5) -> list[dict]:
+    """Tokens/s of the profile's pretraining step in each of :data:`PRECISION_DTYPES`, per variant (median of
+    ``rounds`` steps each, the two precisions in turns), with bf16's ratio to fp32."""
+    from pe_book.experiments.profiles import get_profile
+
+    profile = get_profile(profile_name)
+    cfg = BenchConfig(layers=profile.model["num_hidden_layers"], hidden=profile.model["hidden_size"],
+                      heads=profile.model["num_attention_heads"], vocab=8192, batch=profile.pretrain.batch_size,
+                      seq=profile.seq_len, rounds=rounds)
+    batch = mlm_batch(cfg, mask_prob=profile.pretrain.mask_prob)
+    rows = []
+    for variant in PRECISION_VARIANTS:
+        steppers = {}
+        for dtype in PRECISION_DTYPES:
+            torch.manual_seed(0)
+            model = PEBertForMaskedLM(PEBertConfig(vocab_size=cfg.vocab, position_embedding=variant, **profile.model))
+            steppers[dtype] = PretrainingStepper(model, batch, dtype == "bf16", profile.pretrain.lr,
+                                                 profile.pretrain.weight_decay, profile.pretrain.grad_clip)
+        seconds = race(steppers, rounds)
+        rows += [{"profile": profile_name, "variant": variant, "dtype": dtype, "tokens_per_s": cfg.batch * cfg.seq / s,
+                  "vs_fp32": seconds["fp32"] / s} for dtype, s in seconds.items()]
+    return rows
+
+
+def precision_measured(stored: dict | None, rows: list[dict], result: dict) -> dict:
+    """The section with this machine type's rows replaced by ``rows`` (the other types' kept)."""
+    described = result["machine"]
+    return {**(stored or {}), machine_type(described): {"machine": described, "created": result["created"],
+                                                         "git_commit": result["git_commit"], "rows": rows}}
+
+
+def fastest_everywhere(section: dict) -> str:
+    """bf16 where it trains faster than fp32 on every machine type measured, for every variant;
+    else fp32 (a run in chunks cannot choose its machine)."""
+    ratios = [row["vs_fp32"] for entry in section.values() for row in entry["rows"] if row["dtype"] == "bf16"]
+    return "bf16" if ratios and min(ratios) > 1 else "fp32"
+
+
 # ----------------------------------------------------------------------------- targets
 
 #: (name, section, row filter, value, comparison, threshold) of the project's performance targets.
@@ -618,10 +676,8 @@ def main(argv: list[str] | None = None) -> int:
     if "dry-run" in args.sections:
         result["dry-run"] = bench_dry_run(DryRunBench(base=args.base))
     if "precision" in args.sections:
-        from pe_book import bench_precision
-
         stored = json.loads(Path(args.json).read_text()).get("precision") if args.json and Path(args.json).exists() else None
-        result["precision"] = bench_precision.measured(stored, bench_precision.bench_precision(rounds=args.rounds), result)
+        result["precision"] = precision_measured(stored, bench_precision(rounds=args.rounds), result)
     print_report(result)
     if args.json:
         from pe_lib.io import write_json

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from pe_book import claims, plateau, stats, tables, testability
+from pe_book import claims, design, plateau, stats, tables, testability
 from pe_book.chapters import common
 from pe_book.chapters.pretraining import Escapes, count_parameters, escape_cited, escapes_of, validation_curves
 from pe_book.experiments.baselines import LABELS, baseline_payloads, reads_order
@@ -55,6 +55,8 @@ class Findings:
     cited: dict
     #: When each pretraining left none's plateau, and the APE models' escape steps beside their scores.
     plateau: PlateauRelation | None = None
+    #: Per column, the seed-index variance component and what pairing by seed index saves (:func:`pe_book.design.pairing`).
+    pairing: pd.DataFrame | None = None
 
     def points(self) -> pd.DataFrame:
         """Indicators and scores per variant (``none`` left out: it has no position to measure),
@@ -168,7 +170,19 @@ def compute(runner, variants: Sequence[str] = (), seeds: Sequence[int] = (), spl
                                                    for group in groups)}
     result.plateau = plateau_relation(runner, names, per_seed, list(specs) + [g for g, ts in groups.items() if len(ts) > 1], alpha)
     result.cited.update(result.plateau.cited)
+    result.pairing = pairing_table(per_seed, list(specs) + [g for g, ts in groups.items() if len(ts) > 1])
+    saved = result.pairing["saved"].dropna()
+    result.cited["pairing_saved_max"] = f"{100 * saved.max():.0f}%" if len(saved) else "nothing (no two variants share seeds)"
+    result.cited["pairing_saved_column"] = str(saved.idxmax()) if len(saved) else "none"
     return result
+
+
+def pairing_table(per_seed: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """Per column: the seed-index and residual variance components (points squared) of each
+    pretrained model's mean, the share of a paired difference's variance that pairing by seed
+    index removes, and the variants and seeds it rests on (:func:`pe_book.design.pairing`)."""
+    return pd.DataFrame({column: design.pairing(per_seed, column) for column in columns
+                         if column in per_seed.columns}).T.rename_axis("column")
 
 
 def scale_text(runner, names: Sequence[str], finetuned: Mapping, profile) -> str:
