@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "finetune": ("pe_book.commands.finetune", "fine-tune a pretrained model on one task"),
     "run": ("pe_book.commands.run", "compute every missing artifact of a profile"),
     "adopt": ("pe_book.commands.adopt", "take the artifacts and models another profile computed under the same keys"),
+    "design": ("pe_book.commands.design", "a run's seeds from its pilot by the power of the verdict rule, within a budget"),
     "verify": ("pe_book.commands.verify", "recompute one variant from scratch and compare it with the committed results"),
     "check-results": ("pe_book.commands.check_results", "check a results folder against its manifests and its blobs at HEAD"),
     "properties": ("pe_book.commands.properties", "property indicators of a model's position embeddings"),

@@ -160,3 +160,84 @@ def pairing(per_seed: pd.DataFrame, column: str) -> dict[str, float]:
     total = seed_index + ms_resid
     return {"seed_index": seed_index, "residual": ms_resid, "saved": seed_index / total if total > 0 else 0.0,
             "variants": n_v, "seeds": n_s}
+
+
+# ----------------------------------------------------------------------------- a run's design from its pilot
+
+
+def finetune_seeds(variance: ColumnVariance, model_hours: float, finetune_hours: float, most: int = 3) -> int:
+    """Fine-tuning seeds per pretrained model where they pay: the cost-optimal count of a nested
+    design, :math:`F^* = \\sqrt{(\\sigma^2_{ft}/\\sigma^2_{pre}) (c_{pre}/c_{ft})}` (the fine-tuning
+    seeds that minimise :math:`\\tau^2/P` per hour), rounded, between 1 and ``most``."""
+    if variance.pretrain <= 0:
+        return most if variance.finetune > 0 else 1
+    best = math.sqrt(variance.finetune / variance.pretrain * model_hours / max(finetune_hours, 1e-9))
+    return int(min(most, max(1, round(best))))
+
+
+def from_pilot(target, pilot, rates, budget: float, sources: Sequence = ()) -> dict:
+    """The design of ``target`` (a :class:`~pe_book.experiments.runner.Runner` of the run to plan)
+    from the stored results of ``pilot`` (a runner that reads, never computes): its variance
+    components and planned effects per claim, each variant's cost of one model (pretraining,
+    analyses, every fine-tuning at every budget) at ``rates`` (``pe_book.experiments.costs``), the
+    seeds ``sources`` (the pilot's and other runners' stores) already hold under ``target``'s keys,
+    and the seeds :func:`allocate` gives within ``budget`` hours. Raises ``MissingResult`` when the
+    pilot is incomplete and ``ValueError`` when a cost has no measured rate."""
+    from pe_book import claims as paper, tables
+    from pe_book.chapters import common
+    from pe_book.experiments import costs
+    from pe_book.experiments.profiles import PAPER_VARIANTS
+    from pe_lib.data.tasks import get_task
+
+    specs = {t: get_task(t) for t in target.profile.tasks}
+    kinds = {t: s.meta.kind for t, s in specs.items()}
+    groups = tables.score_groups(specs)
+    finetuned = common.finetuned_payloads(pilot, list(pilot.profile.variants), specs)
+    scores = tables.per_seed_scores(tables.score_records(finetuned, kinds, "test"), groups)
+    columns = list(specs) + [g for g, ts in groups.items() if len(ts) > 1]
+    variance = {c: column_variance(scores, c) for c in columns}
+    claims = paper.paper_claims(span_tasks=[t for t, k in kinds.items() if k == "span"])
+    effects = planned_effects(claims, scores)
+
+    def hours(variant: str, tasks: Sequence[str], pretraining: bool) -> float:
+        parts = [a for steps in target.profile.pretrain.budgets for a in target.model_plan(variant, 0, steps, list(tasks))
+                 if pretraining or not a.stage.startswith("pretrain")]
+        seconds = [costs.artifact_seconds(target, a, rates, checkpoints=False) for a in parts]
+        unknown = sorted({a.stage.split("-p")[0] for a, s in zip(parts, seconds) if math.isnan(s)})
+        if unknown:
+            raise ValueError(f"no measured rate for {', '.join(unknown)}: price the design from a store that computed them")
+        return sum(seconds) / 3600
+
+    base = {v: hours(v, [], True) for v in PAPER_VARIANTS}  # pretraining, analyses, extrapolation
+    per_seed_hours = {t: (hours("ape-learned", [t], False) - hours("ape-learned", [], False))
+                      / len(target.profile.seeds_for(t)) for t in specs}  # one fine-tuning seed, every budget
+    f_seeds = {t: finetune_seeds(variance[t], base["ape-learned"], per_seed_hours[t]) for t in specs}
+    model_hours = {v: base[v] + sum(f_seeds[t] * per_seed_hours[t] for t in specs) for v in PAPER_VARIANTS}
+    f_seeds |= {g: min(f_seeds[t] for t in ts) for g, ts in groups.items() if len(ts) > 1}
+    have = {v: held_seeds(target, v, sources) for v in PAPER_VARIANTS}
+    plan = allocate(claims, PAPER_VARIANTS, model_hours, budget, f_seeds, variance, effects, have)
+    return {"profile": target.profile.name, "folder": target.profile.results_folder, "budget_hours": budget,
+            "steps": target.profile.pretrain.steps, "budgets": list(target.profile.pretrain.budgets),
+            "tokens": target.profile.pretrain.steps * target.profile.pretrain.batch_size * target.profile.seq_len,
+            "tasks": list(specs), "test_examples": {t: max(p["test_examples"] for (_, task, _, _), p in finetuned.items()
+                                                           if task == t) for t in specs},
+            "pretrain_seeds": plan["seeds"], "finetune_seeds": {t: f_seeds[t] for t in specs},
+            "hours": plan["hours"], "model_hours": model_hours, "held": have,
+            "variance": {c: vars(v) for c, v in variance.items()},
+            "claims": [{"claim": c.key, "text": c.text, "planned effect": effects[c.key], "power": plan["power"][c.key]}
+                       for c in claims],
+            "pilot": {"profile": pilot.profile.name, "folder": pilot.profile.results_folder,
+                      "variants": list(pilot.profile.variants), "models": len({k[::2] for k in finetuned})},
+            "power_target": POWER, "runs": RUNS}
+
+
+def held_seeds(target, variant: str, sources: Sequence) -> int:
+    """How many of ``variant``'s first pretraining seeds have their final pretraining stored under
+    ``target``'s keys in one of the stores of ``sources`` (runners), counting from seed 0."""
+    from pe_book.experiments.runner import stage_name
+
+    steps, n = target.profile.pretrain.steps, 0
+    while any(s.store.load(variant, stage_name("pretrain", n), target.pretrain_config(variant, n, steps)) is not None
+              for s in sources):
+        n += 1
+    return n

@@ -77,3 +77,11 @@ def test_pairing_finds_a_shared_seed_index_effect_and_none_where_there_is_none()
 
 def test_pairing_needs_two_variants_with_two_common_seeds():
     assert np.isnan(design.pairing(per_seed({"a": 0.0}, n_pre=3), "c")["saved"])
+
+
+def test_fine_tuning_seeds_pay_where_fine_tuning_is_noisy_and_cheap():
+    noisy = design.ColumnVariance(pretrain=1.0, finetune=16.0, df_pretrain=4)
+    quiet = design.ColumnVariance(pretrain=16.0, finetune=1.0, df_pretrain=4)
+    assert design.finetune_seeds(noisy, model_hours=2.0, finetune_hours=0.1) == 3  # capped at most=3
+    assert design.finetune_seeds(quiet, model_hours=2.0, finetune_hours=0.5) == 1
+    assert design.finetune_seeds(design.ColumnVariance(0.0, 0.0, 4), 2.0, 0.1) == 1
