@@ -36,7 +36,7 @@ book: $(STAMP)
 # The repository's lists (CI and the workflow run `make check-keys` with them): every profile with
 # committed results, and those that must be complete.
 FRESH_CACHE ?= $(CURDIR)/.cache/fresh
-PROFILES ?= smoke cpu cpu-glue scale trend
+PROFILES ?= smoke cpu cpu-glue scale trend pilot
 COMPLETE ?= cpu cpu-glue scale trend
 check-keys: $(STAMP)
 	rm -rf $(FRESH_CACHE)
