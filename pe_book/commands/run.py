@@ -50,12 +50,23 @@ def run(args) -> int:
                        whole=runner.with_profile(profile) if args.pretrain_seeds else None, unavailable=unavailable)
     if args.check or args.estimate_from:
         raise InputError(f"{'--check' if args.check else '--estimate-from'} goes with --dry-run")
+    check_committed(profile)
     stop = costs.stop_when_out_of_time(runner, args.stop_after) if args.stop_after else None
     timings = runner.run(args.variants, args.tasks, stop)
     print(f"profile {args.profile}: artifacts in {runner.store.root}" + (f" ({runner.stopped})" if runner.stopped else ""))
     for stage, seconds in timings.items():
         print(f"  {stage:10s} {seconds:8.1f} s")
     return 0
+
+
+def check_committed(profile) -> None:
+    """Refuse, in one line, to compute a published profile's artifacts from uncommitted code: each
+    records its commit, and a ``-dirty`` one names code nobody can recover."""
+    from pe_book.experiments.store import git_commit
+
+    if profile.committed_code_only and git_commit().endswith("-dirty"):
+        raise InputError(f"profile {profile.name} is computed from committed code only, and the working tree has "
+                         "uncommitted changes (git status): commit or stash them first")
 
 
 def check_tasks_available(profile, tasks: list[str] | None) -> list[str]:

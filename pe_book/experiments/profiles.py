@@ -77,6 +77,9 @@ class Profile:
     #: artifact, so that its later stages (a new task, another fine-tuning seed) never pretrain it
     #: again on another machine. Worth it for small models (about 8 MB for the cpu size).
     weights_in_store: bool = False
+    #: Compute its artifacts from committed code only (``pe-book run`` refuses a working tree with
+    #: uncommitted changes): every artifact of a published run names code that can be recovered.
+    committed_code_only: bool = False
 
     def pretrain_seeds_for(self, variant: str) -> tuple[int, ...]:
         """The pretraining seeds of ``variant``: each is one pretrained model, fine-tuned with every
@@ -314,6 +317,7 @@ CPU_DECISIVE = Profile(
     task_max_eval=None,
     probe=CPU_GLUE.probe,
     weights_in_store=True,
+    committed_code_only=True,
 )
 
 #: The pilot of the decisive run (issue 57): ape-learned and rpe-learned, three pretraining seeds at

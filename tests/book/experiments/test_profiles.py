@@ -50,3 +50,18 @@ def test_the_pilot_is_the_decisive_runs_recipe_for_ape_learned_and_rpe_learned_w
                                                                          CPU_DECISIVE.finetune_by_task, None)
     assert all(len(PILOT.pretrain_seeds_for(v)) == 3 for v in PILOT.variants)
     assert all(len(PILOT.seeds_for(t)) >= 2 for t in PILOT.tasks)  # the fine-tuning variance is measured
+
+
+def test_the_published_runs_refuse_uncommitted_code(monkeypatch):
+    import pytest
+
+    from pe_book.commands.run import check_committed
+    from pe_lib.errors import InputError
+
+    assert CPU_DECISIVE.committed_code_only and PILOT.committed_code_only
+    monkeypatch.setattr("pe_book.experiments.store.git_commit", lambda: "0123abc-dirty")
+    with pytest.raises(InputError, match="computed from committed code only"):
+        check_committed(CPU_DECISIVE)
+    check_committed(dataclasses.replace(CPU_DECISIVE, committed_code_only=False))  # others may run on a dirty tree
+    monkeypatch.setattr("pe_book.experiments.store.git_commit", lambda: "0123abc")
+    check_committed(CPU_DECISIVE)
