@@ -385,9 +385,18 @@ def predict_spans(model, encoded, cfg, bf16, group_by_length) -> tuple[list[np.n
 
 
 def score_sentences(task, logits: np.ndarray, split) -> dict[str, float]:
+    """Every metric of the task; NaN (no score) from a diverged model, whose logits are not all
+    finite (its argmax would pick class 0 and score like a constant predictor)."""
+    if not np.isfinite(logits).all():
+        return {name: math.nan for name in task.meta.metrics}
     labels = np.asarray(list(split["label"]))
     predictions = logits[:, 0] if task.meta.is_regression else logits.argmax(-1)
     return {name: _METRICS[name](labels, predictions) for name in task.meta.metrics}
+
+
+def diverged_spans(starts: list[np.ndarray], ends: list[np.ndarray]) -> bool:
+    """Whether a span model's logits are not all finite (a diverged model: it gets no score)."""
+    return not all(np.isfinite(s).all() and np.isfinite(e).all() for s, e in zip(starts, ends))
 
 
 def sentence_clusters(split) -> list[tuple[str, ...]]:
@@ -401,6 +410,8 @@ def sentence_clusters(split) -> list[tuple[str, ...]]:
 def sentence_test_se(task, logits: np.ndarray, split) -> dict[str, float]:
     """The test-set sampling standard error of each metric of a sentence-level split (bootstrap
     over :func:`sentence_clusters`)."""
+    if not np.isfinite(logits).all():
+        return {name: math.nan for name in task.meta.metrics}
     labels = np.asarray(list(split["label"]))
     predictions = logits[:, 0] if task.meta.is_regression else logits.argmax(-1)
     clusters = sentence_clusters(split)
@@ -468,6 +479,10 @@ def finetune(model_dir: str | os.PathLike, tokenizer, task, cfg: FinetuneConfig,
             split, encoded = task.splits[split_name], features.splits[split_name]
             if span:
                 starts, ends = predict_spans(model, encoded, cfg, bf16, group_by_length)
+                if diverged_spans(starts, ends):
+                    result[split_name] = {name: math.nan for name in task.meta.metrics}
+                    result["test_se"] = {name: math.nan for name in task.meta.metrics}
+                    continue
                 contexts = dict(zip(list(split["id"]), list(split["context"])))
                 candidates = span_candidates(encoded.features, starts, ends, contexts, cfg.max_answer_len)
                 golds = {qid: list(a["text"]) for qid, a in zip(list(split["id"]), list(split["answers"]))}

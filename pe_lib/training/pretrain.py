@@ -749,6 +749,16 @@ def keep_models(run: Run, done: int, tok_s: float, elapsed: float) -> None:
                              "threads": run.threads, "curve": run.records, **run.origin})
 
 
+def check_finite(loss: float, run: Run, step: int, split: str) -> float:
+    """``loss``, or one error line when it is not finite: a diverged run is never saved (its
+    checkpoints stop at the last finite step), so no NaN model is scored or stored."""
+    if not math.isfinite(loss):
+        raise InputError(f"pretraining of {run.model_config.position_embedding} diverged: {split} loss {loss} at step "
+                         f"{step}; no checkpoint from that step on was kept; lower the learning rate (pretrain.lr is "
+                         f"{run.cfg.lr:g})")
+    return loss
+
+
 def train_until(run: Run, until: int, progress: bool, on_step: Callable[[int], None] | None) -> float:
     """Train from ``run.start`` up to step ``until``: after each step the curve's train record every
     ``log_every`` steps and validation record every ``eval_every`` (both at the last step), then
@@ -767,13 +777,13 @@ def train_until(run: Run, until: int, progress: bool, on_step: Callable[[int], N
             tok_s = (done - run.start) * run.tokens_per_step / elapsed
             bar.update(1)
             if done % cfg.log_every == 0 or done == cfg.steps:
-                train_loss = float(run.accelerator.reduce(loss.detach().float(), "mean"))
+                train_loss = check_finite(float(run.accelerator.reduce(loss.detach().float(), "mean")), run, done, "training")
                 bar.set_postfix(loss=f"{train_loss:.3f}", tok_s=f"{tok_s:.0f}")
                 log_curve(run, curve, {"step": done, "split": "train", "loss": train_loss,
                                        "lr": run.scheduler.get_last_lr()[0], "tokens_per_s": tok_s})
             if done % cfg.eval_every == 0 or done == cfg.steps:
-                log_curve(run, curve, {"step": done, "split": "validation",
-                                       "loss": evaluate(run.model, run.data, cfg, run.accelerator.device, run.bf16)})
+                validation = evaluate(run.model, run.data, cfg, run.accelerator.device, run.bf16)
+                log_curve(run, curve, {"step": done, "split": "validation", "loss": check_finite(validation, run, done, "validation")})
             keep_models(run, done, tok_s, elapsed)
             if on_step is not None:
                 on_step(done)

@@ -1,3 +1,4 @@
+import shutil
 import math
 from dataclasses import replace
 from types import SimpleNamespace
@@ -270,3 +271,17 @@ def test_tally_counts_the_tokens_and_the_padding(model_dir, tokenizer):
     assert tally.tokens == int(train.lengths.sum())
     assert tally.tokens <= tally.padded_tokens <= len(train) * int(train.lengths.max())
     assert {"model", "features", "training", "collation", "forward and backward", "optimiser", "evaluation"} <= set(tally.seconds)
+
+
+def test_a_diverged_model_gets_no_score_not_the_score_of_class_zero(model_dir, tokenizer, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    weights = load_file(model_dir / "model.safetensors")
+    weights = {name: torch.full_like(w, float("nan")) if w.is_floating_point() else w for name, w in weights.items()}
+    broken = tmp_path / "broken"
+    shutil.copytree(model_dir, broken)
+    save_file(weights, broken / "model.safetensors")
+    cfg = FinetuneConfig(epochs=1, batch_size=16, max_seq_len=32, doc_stride=8, precision="fp32")
+    result = finetune(broken, tokenizer, sentiment_task(), cfg, progress=False)
+    assert all(math.isnan(v) for split in ("validation", "test") for v in result[split].values())
+    assert all(math.isnan(v) for v in result["test_se"].values())

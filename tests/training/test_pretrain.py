@@ -378,3 +378,12 @@ def test_a_resume_with_another_thread_count_is_recorded_and_warned_about(make_co
     finally:
         torch.set_num_threads(before)
     assert result["threads"] == [1, 2] and result["processes"] == 1
+
+
+def test_a_diverged_run_stops_with_one_line_and_keeps_no_model(make_config, tmp_path):
+    from pe_lib.errors import InputError
+
+    config, data = make_config("ape-learned"), synthetic_data()
+    with pytest.raises(InputError, match=r"diverged: training loss nan at step \d+.*lower the learning rate"):
+        pretrain(config, data, run_cfg(steps=40, lr=1e12, log_every=5, eval_every=40), tmp_path, progress=False)
+    assert not (tmp_path / "model").exists() and not (tmp_path / "result.json").exists()

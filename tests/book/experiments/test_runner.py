@@ -170,7 +170,7 @@ def test_corrupt_artifact_is_reported_and_recomputed(runner):
 
 
 def test_unknown_profile_names_the_valid_ones():
-    with pytest.raises(ValueError, match="valid profiles: smoke, cpu, cpu-glue, scale, trend, gpu"):
+    with pytest.raises(ValueError, match="valid profiles: smoke, cpu, cpu-glue, scale, trend, cpu-65m, pilot, gpu"):
         get_profile("laptop")
 
 
