@@ -152,7 +152,7 @@ plt.close(fig)
 # testable only when each of its tasks is. A rule that reads word order ("neighbour match" on the
 # cloze tasks) is a cheap model that uses positions, not an order-free baseline: it never gates,
 # and the table shows it as a "reference", with where the best variant's interval stands against
-# it ("above", "below" or "within the interval"). Verdicts rest only on testable columns
+# it ("above", "below" or "within the interval"; the table below shows it). Verdicts rest only on testable columns
 # (`pe_book.testability` holds the rule, and chapter {ref}`cls-untying` passes the same gate):
 # {glue:text}`testable_text`.
 
@@ -160,10 +160,10 @@ plt.close(fig)
 GATE_LOW = f"low ({result.cited['gate_interval']})"  # the level of the gate's intervals, from the code that computed them
 (result.testable.assign(testable=[common.yes_no(row["testable"]) + (f": {row['reason']}" if row["reason"] else "")
                                   for _, row in result.testable.iterrows()])
- .drop(columns=["control", "reason", "high", "level"])
- .rename(columns={"low": GATE_LOW, "gap": "gap to none", "gap low": "its low", "against reference": "best variant vs reference"})
+ .drop(columns=["tasks", "control", "reason", "high", "level", "reference", "reference score", "against reference"])
+ .rename(columns={"low": GATE_LOW, "gap": "gap to none", "gap low": "its low"})
  .style.format({"mean": "{:.1f}", GATE_LOW: "{:.1f}", "baseline score": "{:.1f}", "gap to none": "{:+.1f}",
-                "its low": "{:+.1f}", "reference score": "{:.1f}"}, na_rep="n/a")
+                "its low": "{:+.1f}"}, na_rep="n/a")
  .set_properties(subset=["testable"], **{"text-align": "left"}).set_table_attributes('class="dataframe"'))
 
 # %% [markdown]
@@ -177,16 +177,15 @@ GATE_LOW = f"low ({result.cited['gate_interval']})"  # the level of the gate's i
 # spans the fixed rules. "role" tells the order-free baselines (the gate's bars) from the rules
 # that read word order, shown as references. The variant's interval comes from the same variance
 # as the claims' tests below, Bonferroni-corrected over the distinct baselines of its column (each
-# counted once; "interval" names its level); a baseline is one deterministic fit on the same
+# counted once; the text above names each column's level); a baseline is one deterministic fit on the same
 # examples, taken as exact. {glue:text}`baselines_text` In the table, "difference" is the
 # variant's mean minus the baseline's score (percentage points), "low" and "high" bound the
 # variant's mean, within the values a score can take (0 to 100; -100 to 100 for a correlation).
 
 # %% tags=["hide-input"]
 against = result.against_baselines
-(against.assign(baseline=against["baseline"].str.removeprefix("baseline: "),
-                level=[stats.interval_label(level, over, what="baselines") for level, over in zip(against["level"], against["over"])])
- .drop(columns="over").rename(columns={"level": "interval"})
+(against.assign(baseline=against["baseline"].str.removeprefix("baseline: "))
+ .drop(columns=["over", "level"])
  .style.format({"mean": "{:.1f}", "low": "{:.1f}", "high": "{:.1f}", "baseline score": "{:.1f}",
                 "difference": "{:+.1f}"}, na_rep="n/a").hide(axis="index")
  .set_table_attributes('class="dataframe"'))
@@ -286,7 +285,7 @@ SHOWN = {"claim": "claim", "verdict": "verdict", "not testable on": "not testabl
          "effects": "effects [interval]", "mean difference": "mean diff."}
 (result.verdicts[list(SHOWN)].rename(columns=SHOWN)
  .style.format({"mean diff.": "{:+.2f}"}, na_rep="n/a")
- .set_properties(subset=["claim"], **{"text-align": "left", "min-width": "14em"})
+ .set_properties(subset=["claim"], **{"text-align": "left", "min-width": "13em"})
  .set_properties(subset=["verdict"], **{"text-align": "left", "min-width": "8em", "font-weight": "bold"})
  .set_properties(subset=["effects [interval]"], **{"min-width": "10em"})
  .set_table_attributes('class="dataframe"'))
@@ -417,7 +416,7 @@ if trended is not None:
 
 # %% tags=["hide-input", "hide-output"]
 for claim_id, rows in common.with_intervals(result.details, "low", "high").groupby("claim id", sort=False):
-    level = stats.interval_label(rows["level"].iloc[0], rows["over"].iloc[0], what="comparisons")
+    level = stats.interval_label(rows["level"].iloc[0], rows["over"].iloc[0])
     display(rows.drop(columns=["claim id", "p", "level", "over"])
             .rename(columns={"expected higher": "higher", "expected lower": "lower", "interval": level})
             .style.format({"difference": "{:+.2f}", "p (Holm)": "{:.3f}", "MDE": "{:.1f}"}, na_rep="n/a")
@@ -456,7 +455,7 @@ def escape_rho_text(relation, alpha):
         found = ", ".join(f"{column} (ρ = {row['rho']:+.2f}: {'later' if row['rho'] < 0 else 'earlier'} escapes, lower "
                           f"scores; Holm p = {row['p (Holm)']:.3f})" for column, row in decided.iterrows())
         return f"{start} After Holm's correction the escape step goes with the score on {found}, at level {alpha:g}."
-    return (f"{start} None is decided at level {alpha:g} after Holm's correction: at this number of pretrainings the "
+    return (f"{start} No correlation is decided at level {alpha:g} after Holm's correction: at this number of pretrainings the "
             "spread of the APE models' scores between seeds is not shown to follow when each seed escaped (so few "
             "pretrainings can detect only a strong rank correlation).")
 
