@@ -68,9 +68,9 @@ def planned_effects(claims: Sequence[Claim], per_seed: pd.DataFrame, default: fl
     means = per_seed.groupby(level="variant").mean()
     effects = {}
     for claim in claims:
-        seen = [abs(means.at[c.better, c.column] - means.at[c.worse, c.column]) for c in claim.comparisons
-                if c.column in means and {c.better, c.worse} <= set(means.index)
-                and not math.isnan(means.at[c.better, c.column] - means.at[c.worse, c.column])]
+        measured = [abs(means.at[c.better, c.column] - means.at[c.worse, c.column]) for c in claim.comparisons
+                    if c.column in means and {c.better, c.worse} <= set(means.index)]
+        seen = [d for d in measured if not math.isnan(d)]
         effects[claim.key] = float(np.median(seen)) if seen else default
     return effects
 
@@ -80,10 +80,10 @@ def claim_power(claim: Claim, seeds: Mapping[str, int], finetune_seeds: Mapping[
     """The power of the verdict rule to support ``claim`` when each of its comparisons holds by
     ``effect`` points, with ``seeds`` pretraining seeds per variant and ``finetune_seeds`` per column."""
     designs = {}
+    variants = [v for v in seeds if seeds[v] > 0]
     for column in dict.fromkeys(c.column for c in claim.comparisons):
         if column not in variance:
             continue
-        variants = [v for v in seeds if seeds[v] > 0]
         v = variance[column]
         designs[column] = Design(variants, np.array([seeds[x] for x in variants]),
                                  np.full(len(variants), finetune_seeds[column]), v.pretrain,
