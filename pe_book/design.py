@@ -194,7 +194,7 @@ def from_pilot(target, pilot, rates, budget: float, sources: Sequence = ()) -> d
     groups = tables.score_groups(specs)
     finetuned = common.finetuned_payloads(pilot, list(pilot.profile.variants), specs)
     scores = tables.per_seed_scores(tables.score_records(finetuned, kinds, "test"), groups)
-    columns = list(specs) + [g for g, ts in groups.items() if len(ts) > 1]
+    columns = tables.task_and_group_columns(specs, groups)
     variance = {c: column_variance(scores, c) for c in columns}
     claims = paper.paper_claims(span_tasks=[t for t, k in kinds.items() if k == "span"])
     effects = planned_effects(claims, scores)

@@ -124,6 +124,12 @@ def score_groups(specs: Mapping) -> dict[str, list[str]]:
     return {name: tasks for name, tasks in groups.items() if tasks}
 
 
+def task_and_group_columns(tasks: Sequence[str], groups: Mapping[str, Sequence[str]]) -> list[str]:
+    """The score columns a chapter analyses one by one: each task, then each group of several tasks
+    (a group of one task is that task's column again)."""
+    return list(tasks) + [group for group, members in groups.items() if len(members) > 1]
+
+
 def score_records(finetuned: Mapping[tuple[str, str, int, int], Mapping], kinds: Mapping[str, str],
                   split: str = "test") -> pd.DataFrame:
     """Long table ``variant, task, pretrain_seed, seed, metric, value`` (percent) from fine-tuning

@@ -168,9 +168,10 @@ def compute(runner, variants: Sequence[str] = (), seeds: Sequence[int] = (), spl
         "gate_interval": stats.interval_label(1 - alpha), "gate_seeds": stats.GATE_SEEDS,
         "n_runs": runs, "baselines_text": " ".join(f"On the {group} column, {baselines_text(result.against_baselines, group)}."
                                                    for group in groups)}
-    result.plateau = plateau_relation(runner, names, per_seed, list(specs) + [g for g, ts in groups.items() if len(ts) > 1], alpha)
+    columns = tables.task_and_group_columns(specs, groups)
+    result.plateau = plateau_relation(runner, names, per_seed, columns, alpha)
     result.cited.update(result.plateau.cited)
-    result.pairing = pairing_table(per_seed, list(specs) + [g for g, ts in groups.items() if len(ts) > 1])
+    result.pairing = pairing_table(per_seed, columns)
     saved = result.pairing["saved"].dropna()
     result.cited["pairing_saved_max"] = f"{100 * saved.max():.0f}%" if len(saved) else "nothing (no two variants share seeds)"
     result.cited["pairing_saved_column"] = str(saved.idxmax()) if len(saved) else "none"
