@@ -384,13 +384,24 @@ def predict_spans(model, encoded, cfg, bf16, group_by_length) -> tuple[list[np.n
     return starts, ends
 
 
-def score_sentences(task, logits: np.ndarray, split) -> dict[str, float]:
-    """Every metric of the task; NaN (no score) from a diverged model, whose logits are not all
-    finite (its argmax would pick class 0 and score like a constant predictor)."""
+def no_score(task) -> dict[str, float]:
+    """Every metric of the task as NaN: what a diverged model gets."""
+    return {name: math.nan for name in task.meta.metrics}
+
+
+def sentence_predictions(task, logits: np.ndarray, split) -> tuple[np.ndarray, np.ndarray] | None:
+    """The split's labels and the model's predictions; None from a diverged model, whose logits
+    are not all finite (its argmax would pick class 0 and score like a constant predictor)."""
     if not np.isfinite(logits).all():
-        return {name: math.nan for name in task.meta.metrics}
-    labels = np.asarray(list(split["label"]))
-    predictions = logits[:, 0] if task.meta.is_regression else logits.argmax(-1)
+        return None
+    return np.asarray(list(split["label"])), logits[:, 0] if task.meta.is_regression else logits.argmax(-1)
+
+
+def score_sentences(task, logits: np.ndarray, split) -> dict[str, float]:
+    """Every metric of the task; NaN (no score) from a diverged model (:func:`sentence_predictions`)."""
+    if (found := sentence_predictions(task, logits, split)) is None:
+        return no_score(task)
+    labels, predictions = found
     return {name: _METRICS[name](labels, predictions) for name in task.meta.metrics}
 
 
@@ -410,10 +421,9 @@ def sentence_clusters(split) -> list[tuple[str, ...]]:
 def sentence_test_se(task, logits: np.ndarray, split) -> dict[str, float]:
     """The test-set sampling standard error of each metric of a sentence-level split (bootstrap
     over :func:`sentence_clusters`)."""
-    if not np.isfinite(logits).all():
-        return {name: math.nan for name in task.meta.metrics}
-    labels = np.asarray(list(split["label"]))
-    predictions = logits[:, 0] if task.meta.is_regression else logits.argmax(-1)
+    if (found := sentence_predictions(task, logits, split)) is None:
+        return no_score(task)
+    labels, predictions = found
     clusters = sentence_clusters(split)
     return {name: metrics.bootstrap_se(lambda i, f=_METRICS[name]: f(labels[i], predictions[i]), clusters)
             for name in task.meta.metrics}
@@ -480,8 +490,7 @@ def finetune(model_dir: str | os.PathLike, tokenizer, task, cfg: FinetuneConfig,
             if span:
                 starts, ends = predict_spans(model, encoded, cfg, bf16, group_by_length)
                 if diverged_spans(starts, ends):
-                    result[split_name] = {name: math.nan for name in task.meta.metrics}
-                    result["test_se"] = {name: math.nan for name in task.meta.metrics}
+                    result[split_name] = result["test_se"] = no_score(task)
                     continue
                 contexts = dict(zip(list(split["id"]), list(split["context"])))
                 candidates = span_candidates(encoded.features, starts, ends, contexts, cfg.max_answer_len)
