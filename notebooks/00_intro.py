@@ -41,10 +41,11 @@ notebook.record_names(globals())
 # %% tags=["parameters", "remove-cell"]
 profile: str = "smoke"  # results profile (smoke, cpu or gpu)
 results: str = "results"  # folder of the artifact store
+compute: bool = False  # True: compute what the store lacks (pretraining takes hours on the cpu profile)
 
 # %% tags=["remove-cell"]
 params = notebook.check_notebook_parameters(globals())
-runner = common.open_runner(profile, results)
+runner = common.open_runner(profile, results, compute)
 result = intro.compute(runner)
 notebook.glue_all(result.cited)
 fig = plots.position_maps(result.panels, ncols=3, size=(10 / 3, 3.5))

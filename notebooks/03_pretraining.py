@@ -55,11 +55,12 @@ notebook.record_names(globals())
 profile: str = "smoke"  # results profile (smoke, cpu or gpu)
 variants: list[str] = []  # position embeddings to show; empty: the profile's (see `pe-book variants --all`)
 results: str = "results"  # folder of the artifact store
+compute: bool = False  # True: compute what the store lacks (pretraining takes hours on the cpu profile)
 trend_profile: str = ""  # the longer runs of the scale trend ("trend"); empty: not shown
 
 # %% tags=["hide-input"]
 params = notebook.check_notebook_parameters(globals())
-runner = common.open_runner(profile, results)
+runner = common.open_runner(profile, results, compute)
 result = pretraining.compute(runner, variants, common.open_runner(trend_profile, results) if trend_profile else None)
 notebook.glue("profile_name", profile)
 notebook.glue_all(result.cited)

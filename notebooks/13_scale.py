@@ -61,6 +61,7 @@ profile: str = "smoke"  # results profile; the study itself is "scale"
 variants: list[str] = []  # empty: none, ape-learned, rpe-learned, ape-sin-learned (those the profile has)
 tasks: list[str] = []  # sentence-level tasks of the classification average; empty: the profile's
 results: str = "results"  # folder of the artifact store
+compute: bool = False  # True: compute what the store lacks (pretraining takes hours on the cpu profile)
 screen: str = "studies/recipe_screen"  # folder of the recipe screen's results
 finetune_screen: str = "studies/finetune_screen/results.jsonl"  # the fine-tuning screen's results (1x models)
 finetune_screen_cpu: str = "studies/finetune_screen/results-cpu.jsonl"  # its second part (the cpu profile's models)
@@ -73,7 +74,7 @@ alpha: float = 0.05  # level of the trend's intervals (pointwise in the figure, 
 
 # %% tags=["hide-cell"]
 params = notebook.check_notebook_parameters(globals())
-runner = common.open_runner(profile, results)
+runner = common.open_runner(profile, results, compute)
 cpu_runner = common.open_runner(cpu, results)
 study = scale.compute(runner, variants, tasks, cpu=cpu_runner)
 notebook.glue("profile_name", profile)

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from pe_book.notebook import ParameterError, check_parameters, declared_parameters
-from pe_lib.errors import PeLibError
-from pe_lib.io import atomic_write_text
+from pe_lib.errors import DiskFullError, PeLibError
+from pe_lib.io import atomic_write_text, explain_disk_full, remove_dead_temporaries
 
 #: Per-profile parameter overrides, per notebook (file stem); the chapters themselves are the
 #: notebooks/ folder, each listed in _toc.yml (checked by every build). A notebook's own defaults are the
@@ -155,15 +155,15 @@ def _failure_line(name: str, src: str, source_nb, injected: bool, failed: Path |
 def execute_notebook(path: Path, parameters: dict[str, Any], root: Path = ROOT) -> Path:
     """Run ``notebooks/X.py`` with papermill into ``book/X.ipynb``; return that path.
 
-    Raises :class:`BookError` with one line naming the notebook and the failing cell.
+    Raises :class:`BookError` with one line naming the notebook and the failing cell, and a
+    :class:`~pe_lib.errors.DiskFullError` naming the notebook when the disk is full. What a killed
+    build of the same notebook left (``book/.tmp-X-<pid>.ipynb`` of a process that is gone) is
+    deleted first.
     """
     import jupytext
     import nbformat
-    import papermill
-    from papermill.exceptions import PapermillExecutionError
 
     name = path.stem
-    src = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
     nb = jupytext.read(path)
     try:
         check_parameters(parameters, declared_parameters(nb))
@@ -174,36 +174,55 @@ def execute_notebook(path: Path, parameters: dict[str, Any], root: Path = ROOT) 
     book = root / BOOK_DIR
     book.mkdir(exist_ok=True)
     target = book / f"{name}.ipynb"
+    remove_dead_temporaries(book, rf"\.tmp-{re.escape(name)}-(?P<pid>\d+)\.ipynb")
     tmp = book / f".tmp-{name}-{os.getpid()}.ipynb"
     try:
-        try:
-            executed = papermill.execute_notebook(
-                nb,
-                str(tmp),
-                parameters=parameters,
-                kernel_name=KERNEL_NAME,
-                cwd=str(root),
-                progress_bar=False,
-                log_output=False,
-                # ipykernel >= 7 warns on every start that its local TCP sockets are unencrypted
-                extra_arguments=["--IPKernelApp.log_level=ERROR"],
-            )
-        except PapermillExecutionError as exc:
-            failed = book / "_build" / "failed" / f"{name}.ipynb"
-            failed.parent.mkdir(parents=True, exist_ok=True)
-            if tmp.exists():
-                os.replace(tmp, failed)
-            kept = failed if failed.exists() else None
-            raise BookError(_failure_line(name, src, nb, bool(parameters), kept, exc)) from None
-        _hide_injected(executed)
-        executed.metadata.papermill["input_path"] = src
-        executed.metadata.papermill["output_path"] = target.relative_to(root).as_posix()
-        nbformat.write(executed, tmp)
-        os.replace(tmp, target)
+        with explain_disk_full(f"executed notebook {target}"):
+            executed = _papermill(path, nb, tmp, parameters, root)
+            _hide_injected(executed)
+            executed.metadata.papermill["input_path"] = _shown(path, root)
+            executed.metadata.papermill["output_path"] = target.relative_to(root).as_posix()
+            nbformat.write(executed, tmp)
+            os.replace(tmp, target)
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        tmp.unlink(missing_ok=True)
     return target
+
+
+def _papermill(path: Path, nb, tmp: Path, parameters: dict[str, Any], root: Path):
+    """Execute ``nb`` (read from ``path``) with papermill into ``tmp``; return the executed notebook.
+    A failing cell is one :class:`BookError` line, its notebook kept in ``book/_build/failed/``."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    try:
+        return papermill.execute_notebook(
+            nb,
+            str(tmp),
+            parameters=parameters,
+            kernel_name=KERNEL_NAME,
+            cwd=str(root),
+            progress_bar=False,
+            log_output=False,
+            # ipykernel >= 7 warns on every start that its local TCP sockets are unencrypted
+            extra_arguments=["--IPKernelApp.log_level=ERROR"],
+            # killed, not asked to shut down: a kernel asked while a cell runs (the build stopped by
+            # SIGTERM) prints a traceback of its closed sockets; the executed notebook is complete by then
+            shutdown_kernel="immediate",
+        )
+    except PapermillExecutionError as exc:
+        failed = root / BOOK_DIR / "_build" / "failed" / f"{path.stem}.ipynb"
+        failed.parent.mkdir(parents=True, exist_ok=True)
+        if tmp.exists():
+            os.replace(tmp, failed)
+        kept = failed if failed.exists() else None
+        line = _failure_line(path.stem, _shown(path, root), nb, bool(parameters), kept, exc)
+        raise BookError(line) from None
+
+
+def _shown(path: Path, root: Path) -> str:
+    """``path`` as a build names it: relative to ``root`` where it is inside."""
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
 
 
 def _hide_injected(nb) -> None:
@@ -225,57 +244,103 @@ def build_html(root: Path = ROOT) -> Path:
     from pe_book.publish import book_config
 
     config = root / BOOK_DIR / "_build" / "_config.yml"  # _config.yml with the repository's URL (pyproject.toml)
-    config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(yaml.safe_dump(book_config(root), sort_keys=False))
+    with explain_disk_full(f"book configuration {config}"):
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(yaml.safe_dump(book_config(root), sort_keys=False))
     exe = Path(sys.executable).with_name("jupyter-book")
     command = [str(exe) if exe.exists() else "jupyter-book", "build", ".", "--path-output", BOOK_DIR,
                "--config", str(config), "--warningiserror", "--keep-going"]
     result = subprocess.run(command, cwd=root, capture_output=True, text=True)
+    html = root / BOOK_DIR / "_build" / "html"
     if result.returncode:
-        log = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout + result.stderr).strip().splitlines()
+        log = _jupyter_book_log(result, html)
         problems = [line for line in log if re.search(r"WARNING|ERROR|Error|error:", line)]
         print("\n".join((problems or log)[-30:]), file=sys.stderr)
         raise BookError(f"jupyter-book build failed (exit {result.returncode}); see the lines above")
-    return root / BOOK_DIR / "_build" / "html" / "index.html"
+    return html / "index.html"
+
+
+def _jupyter_book_log(result, where: Path) -> list[str]:
+    """The output of a failed ``jupyter-book`` run, line by line; a full disk is one
+    :class:`~pe_lib.errors.DiskFullError` naming ``where``, the HTML it was writing."""
+    log = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout + result.stderr).strip().splitlines()
+    if any("No space left on device" in line for line in log):
+        raise DiskFullError(f"disk full while writing the HTML {where} (jupyter-book: No space left on "
+                            "device); free space and rerun")
+    return log
+
+
+#: How ``pe-book book --page`` reruns a chapter into an executed notebook.
+RERUN_EXAMPLE = "papermill book/05_probing.ipynb out.ipynb -p profile cpu -p layer 1"
+#: The file name (stem) of a notebook that ``--page`` renders: its page's name and build folder.
+PAGE_NAME = re.compile(r"\w[\w.-]*")
 
 
 def build_page(notebook: Path, root: Path = ROOT) -> Path:
     """One executed notebook (a papermill rerun of a chapter) as a standalone HTML page with the
     book's configuration: glued values filled in, figures as in the book, its citations with a list
-    of references at its end, nothing executed again; references to other chapters stay plain text. Return the page's path
-    (``book/_build/pages/<name>/_build/_page/<name>/html/<name>.html``)."""
-    import shutil
+    of references at its end, nothing executed again; references to other chapters stay plain text.
+    Return the page's path (``book/_build/pages/<name>/_build/_page/<name>/html/<name>.html``, named
+    after the notebook's file, :data:`PAGE_NAME`: nothing outside ``pages/<name>`` is deleted)."""
     import subprocess
+
+    notebook = Path(notebook).resolve()
+    if notebook.suffix != ".ipynb" or not notebook.is_file():
+        raise BookError(f"{notebook}: not an executed notebook (.ipynb); papermill writes one, e.g. "
+                        f"{RERUN_EXAMPLE}")
+    if not PAGE_NAME.fullmatch(notebook.stem):
+        raise BookError(f"{notebook}: {notebook.stem!r} cannot name a page: a page is named after its "
+                        "notebook's file, of letters, digits, '_', '-' and '.' (not first); rename it, e.g. "
+                        "out.ipynb")
+    work = root / BOOK_DIR / "_build" / "pages" / notebook.stem
+    with explain_disk_full(f"page build {work}"):
+        _write_page_sources(notebook, _read_executed(notebook), work, root)
+    exe = Path(sys.executable).with_name("jupyter-book")
+    command = [str(exe) if exe.exists() else "jupyter-book", "build", notebook.name,
+               "--config", "_config.yml"]
+    result = subprocess.run(command, cwd=work, capture_output=True, text=True)
+    page = work / "_build" / "_page" / notebook.stem / "html" / f"{notebook.stem}.html"
+    if result.returncode or not page.exists():
+        print("\n".join(_jupyter_book_log(result, page.parent)[-30:]), file=sys.stderr)
+        raise BookError(f"jupyter-book could not render {notebook.name} (exit {result.returncode}); "
+                        "see the lines above")
+    return page
+
+
+def _read_executed(notebook: Path) -> dict:
+    """The JSON of an executed notebook; one :class:`BookError` line naming it when it is not one
+    (truncated, not JSON, no list of cells)."""
+    try:
+        content = json.loads(notebook.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise BookError(f"{notebook}: not a notebook: not JSON ({error}), e.g. cut short; papermill "
+                        f"writes it again: {RERUN_EXAMPLE}") from None
+    if not isinstance(content, dict) or not isinstance(content.get("cells"), list):
+        raise BookError(f"{notebook}: not a notebook: it has no list of cells; papermill writes one: "
+                        f"{RERUN_EXAMPLE}")
+    return content
+
+
+def _write_page_sources(notebook: Path, content: dict, work: Path, root: Path) -> None:
+    """Into ``work`` (emptied first): the notebook's ``content`` with a list of its references at its
+    end, the bibliography and the book's configuration."""
+    import shutil
 
     import yaml
 
     from pe_book.publish import book_config
 
-    notebook = Path(notebook).resolve()
-    if notebook.suffix != ".ipynb" or not notebook.is_file():
-        raise BookError(f"{notebook}: not an executed notebook (.ipynb); papermill writes one, e.g. "
-                        "papermill book/05_probing.ipynb out.ipynb -p profile cpu -p layer 1")
-    work = root / BOOK_DIR / "_build" / "pages" / notebook.stem
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    page_notebook = json.loads(notebook.read_text())
-    page_notebook["cells"].append({"cell_type": "markdown", "id": "page-references", "metadata": {},  # its citations
-                                   "source": "## References\n\n```{bibliography}\n:filter: docname in docnames\n```"})
-    (work / notebook.name).write_text(json.dumps(page_notebook))
+    references = "## References\n\n```{bibliography}\n:filter: docname in docnames\n```"  # its citations
+    content["cells"].append({"cell_type": "markdown", "id": "page-references", "metadata": {},
+                             "source": references})
+    (work / notebook.name).write_text(json.dumps(content))
     config = book_config(root)
     for i, bib in enumerate(config.get("bibtex_bibfiles", [])):  # the bibliography beside the page
         shutil.copy2(root / bib, work / Path(bib).name)
         config["bibtex_bibfiles"][i] = Path(bib).name
     (work / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
-    exe = Path(sys.executable).with_name("jupyter-book")
-    command = [str(exe) if exe.exists() else "jupyter-book", "build", notebook.name, "--config", "_config.yml"]
-    result = subprocess.run(command, cwd=work, capture_output=True, text=True)
-    page = work / "_build" / "_page" / notebook.stem / "html" / f"{notebook.stem}.html"
-    if result.returncode or not page.exists():
-        log = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout + result.stderr).strip().splitlines()
-        print("\n".join(log[-30:]), file=sys.stderr)
-        raise BookError(f"jupyter-book could not render {notebook.name} (exit {result.returncode}); see the lines above")
-    return page
 
 
 def check_stored(profile: str, results: Path = ROOT / "results") -> None:
@@ -334,8 +399,9 @@ def compare_glued(before: dict, after: dict) -> list[str]:
 def build(profile: str, only: str | None = None, html: bool = True, root: Path = ROOT,
           compute: bool = True, stored_only: bool = False) -> Path | None:
     """Compute missing results (``compute``), execute the (selected) notebooks, then build the HTML;
-    return the index page (or None). ``stored_only``: compute nothing, neither first nor in a
-    notebook; a profile whose planned results are not all stored is refused before any notebook runs."""
+    return the index page (or None). The notebooks are given ``compute=True`` (their runners compute
+    what the store lacks) unless ``stored_only``: compute nothing, neither first nor in a notebook; a
+    profile whose planned results are not all stored is refused before any notebook runs."""
     from tqdm.auto import tqdm
 
     chapters = chapter_parameters(profile, root)
@@ -343,10 +409,7 @@ def build(profile: str, only: str | None = None, html: bool = True, root: Path =
     _check_layout(root, names)
     selected = _select(list(chapters), only)
     for path in selected:  # every parameter is checked before any notebook runs
-        try:
-            check_parameters(chapters[path], declared_parameters(path))
-        except ParameterError as exc:
-            raise BookError(f"{path.stem}: {exc}") from None
+        chapters[path] = _build_parameters(path, chapters[path], computes=not stored_only)
     if stored_only:
         check_stored(profile, root / "results")
     elif compute:
@@ -360,8 +423,9 @@ def build(profile: str, only: str | None = None, html: bool = True, root: Path =
             tqdm.write(f"{path.stem}: {time.perf_counter() - start:.1f} s -> {out.relative_to(root)}", file=sys.stderr)
         bar.close()
     glued = root / BOOK_DIR / "_build" / "glued.json"  # compare two builds: compare_glued
-    glued.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(glued, json.dumps(glued_values(root), indent=1, sort_keys=True))
+    with explain_disk_full(f"glued values {glued}"):
+        glued.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(glued, json.dumps(glued_values(root), indent=1, sort_keys=True))
     if not html:
         return None
     missing = [n for n in names if not (root / BOOK_DIR / f"{n}.ipynb").exists()]
@@ -371,6 +435,21 @@ def build(profile: str, only: str | None = None, html: bool = True, root: Path =
     index = build_html(root)
     print(f"jupyter-book: {time.perf_counter() - start:.1f} s", file=sys.stderr)
     return index
+
+
+def _build_parameters(path: Path, overrides: dict[str, Any], computes: bool) -> dict[str, Any]:
+    """A notebook's parameters in a build: the profile's ``overrides``, checked against what the
+    notebook declares, and ``compute=True`` where it declares :data:`~pe_book.chapters.common.COMPUTE`
+    and the build ``computes`` (a notebook's runner computes only when asked: a rerun by hand never
+    trains by default)."""
+    from pe_book.chapters.common import COMPUTE
+
+    declared = declared_parameters(path)
+    parameters = {**overrides, COMPUTE: True} if computes and COMPUTE in declared else dict(overrides)
+    try:
+        return check_parameters(parameters, declared)
+    except ParameterError as exc:
+        raise BookError(f"{path.stem}: {exc}") from None
 
 
 @contextlib.contextmanager

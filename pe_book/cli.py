@@ -47,6 +47,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check-results": ("pe_book.commands.check_results", "check a results folder against its manifests and its blobs at HEAD"),
     "properties": ("pe_book.commands.properties", "property indicators of a model's position embeddings"),
     "book": ("pe_book.commands.book", "execute the notebooks with papermill and build the Jupyter Book"),
+    "export": ("pe_book.commands.export", "a profile's stored scores as one tidy table (CSV and Parquet)"),
     "publish": ("pe_book.commands.publish", "the repository URL, its check, and the Colab notebooks of the published book"),
 }
 

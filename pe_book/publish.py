@@ -79,14 +79,15 @@ def colab_cell(repository: str, commit: str) -> str:
     folder, with the hub off. Safe to run again: the clone's absolute path is kept in the
     environment (a second run neither clones into the clone nor installs again). The hub is off
     because the published results were computed from the packaged data: online, the chapters
-    would read the hub's data, whose keys differ, and compute instead of reading the results."""
+    would read the hub's data, whose keys differ, and find none of the results."""
     return f'''# Colab: the repository at the commit this book was built from: the package and its committed results.
 import os
 import subprocess
 import sys
 
 # The published results were computed from pe-lib's packaged data, offline; reading them needs the same
-# data, so the hub stays off in this notebook (set both to "0" to compute with the hub's data: every key differs).
+# data, so the hub stays off in this notebook (to compute with the hub's data, under keys of its own, set
+# both to "0" and the chapter's parameter compute to True).
 os.environ["HF_HUB_OFFLINE"] = os.environ["HF_DATASETS_OFFLINE"] = "1"
 REPOSITORY, COMMIT = "{repository}", "{commit}"
 CLONE = os.environ.setdefault("PE_BOOK_CLONE", os.path.abspath("{CLONE}"))  # the same folder when run again

@@ -17,6 +17,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import warnings
@@ -125,12 +126,18 @@ def atomic_dir(final: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a fresh temporary sibling folder; on success it replaces ``final`` in one move.
 
     On any exception the temporary folder is removed and ``final`` is left as it was. An existing
-    ``final`` is first moved aside and deleted only after the new folder is in place.
+    ``final`` is first moved aside and deleted only after the new folder is in place. Both carry
+    this process's pid (``.<name>.<pid>-*.part``, ``.<name>.old-<pid>``): those of ``final`` that a
+    killed writer left are deleted here first, a running writer's are kept.
     """
     final = Path(final)
     with explain_unwritable(str(final.parent)):
         final.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".part", dir=final.parent))
+        name = re.escape(final.name)
+        remove_dead_temporaries(final.parent, rf"\.{name}\.(?P<pid>\d+)-\w+\.part",
+                                rf"\.{name}\.old-(?P<pid>\d+)")
+        work = Path(tempfile.mkdtemp(prefix=f".{final.name}.{os.getpid()}-", suffix=".part",
+                                     dir=final.parent))
     try:
         yield work
         work.chmod(0o755)
@@ -146,6 +153,37 @@ def atomic_dir(final: str | os.PathLike[str]) -> Iterator[Path]:
     finally:
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)
+
+
+def remove_dead_temporaries(folder: str | os.PathLike[str], *patterns: str) -> list[str]:
+    """Delete the files and folders of ``folder`` whose whole name matches one of ``patterns``
+    (regular expressions with a group ``pid``, the writer's process id) and whose writer is no
+    longer running: what a killed run left. Nothing else is touched, so a concurrent run's
+    temporaries stay. Return the names removed."""
+    removed = []
+    for path in sorted(Path(folder).glob(".*")):
+        match = next(filter(None, (re.fullmatch(p, path.name) for p in patterns)), None)
+        if match is None or process_running(int(match.group("pid"))):
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        removed.append(path.name)
+    return removed
+
+
+def process_running(pid: int) -> bool:
+    """Whether a process ``pid`` runs on this machine (one of another user's counts as running)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OverflowError:  # no process has such a pid
+        return False
+    return True
 
 
 _held: dict[str, tuple[int, object]] = {}  # lock path -> (depth, open file) in this process
@@ -235,11 +273,13 @@ def write_manifest(folder: str | os.PathLike[str], names: Iterable[str] | None =
     write_json(folder / MANIFEST, {name: sha256_file(folder / name) for name in names})
 
 
-def verify_manifest(folder: str | os.PathLike[str], required: Iterable[str] = ()) -> None:
+def verify_manifest(folder: str | os.PathLike[str], required: Iterable[str] = (), complete: bool = False) -> None:
     """Raise :class:`CorruptFileError` naming the first file of ``folder``'s manifest that is
     missing or whose sha256 differs (or naming the manifest when it is missing, unreadable, not a
     non-empty mapping of file -> sha256, or when it leaves out one of the ``required`` files: a
-    manifest of ``{}`` vouches for nothing and must never let its folder be read unchecked)."""
+    manifest of ``{}`` vouches for nothing and must never let its folder be read unchecked). With
+    ``complete``, it must also list every file in ``folder`` (a reader of the whole folder reads
+    no file that it does not vouch for)."""
     folder = Path(folder)
     try:
         manifest = read_json(folder / MANIFEST)
@@ -249,7 +289,7 @@ def verify_manifest(folder: str | os.PathLike[str], required: Iterable[str] = ()
         raise CorruptFileError(f"{folder / MANIFEST} is unreadable ({error})") from None
     if not isinstance(manifest, dict) or not manifest:
         raise CorruptFileError(f"{folder / MANIFEST} lists no files")
-    for name in required:
+    for name in [*required, *(unlisted_files(folder, manifest) if complete else ())]:
         if name not in manifest:
             raise CorruptFileError(f"{folder / MANIFEST} does not list {name}")
     for name, digest in manifest.items():
@@ -260,6 +300,14 @@ def verify_manifest(folder: str | os.PathLike[str], required: Iterable[str] = ()
             raise CorruptFileError(f"{path} is missing")
         if sha256_file(path) != digest:
             raise CorruptFileError(f"{path} fails its sha256 check (truncated or altered)")
+
+
+def unlisted_files(folder: Path, manifest: dict) -> list[str]:
+    """The files under ``folder`` (by relative path, through linked folders too; its own manifest
+    aside) that ``manifest`` leaves out."""
+    present = sorted(os.path.relpath(os.path.join(root, name), folder)
+                     for root, _, files in os.walk(folder, followlinks=True) for name in files)
+    return [name for name in present if name != MANIFEST and name not in manifest]
 
 
 def is_intact(folder: str | os.PathLike[str], required: Iterable[str] = ()) -> bool:
@@ -295,14 +343,19 @@ def manifested_dir(final: str | os.PathLike[str], what: str) -> Iterator[Path]:
         write_manifest(work)
 
 
-def remove_stale_parts(folder: str | os.PathLike[str]) -> list[str]:
-    """Delete the temporary ``.*.part`` files and folders that a killed writer left under ``folder``
-    (call it only while holding the folder's lock); return their names."""
+def remove_stale_parts(folder: str | os.PathLike[str], names: Iterable[str]) -> list[str]:
+    """Delete the temporaries that a killed writer left in ``folder`` for the files and folders
+    ``names`` (glob patterns relative to ``folder``: ``model``, ``checkpoints/step-*``): the
+    ``.<name>.*.part`` siblings that :func:`atomic_write_bytes` and :func:`atomic_dir` make, and
+    nothing else, so a file of the user's (``notes/.draft.part``) is never touched. Call it only
+    while holding the folder's lock; return the names removed."""
     removed = []
-    for path in sorted(Path(folder).rglob(".*.part"), reverse=True):
-        if path.is_dir():
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            path.unlink(missing_ok=True)
-        removed.append(path.name)
+    for pattern in names:
+        parent, _, name = pattern.rpartition("/")
+        for path in sorted(Path(folder).glob(f"{parent}/.{name}.*.part" if parent else f".{name}.*.part")):
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+            removed.append(path.name)
     return removed

@@ -48,6 +48,7 @@ from transformers.modeling_outputs import (
     SequenceClassifierOutput,
 )
 
+from pe_lib.errors import InputError
 from pe_lib.io import atomic_write_text
 from pe_lib.positions import AbsolutePE, PositionEmbedding, RelativePE, build_absolute, build_relative, parse_variant
 
@@ -55,6 +56,39 @@ from pe_lib.positions import AbsolutePE, PositionEmbedding, RelativePE, build_ab
 LAYER_NORMS = ("post", "pre")
 #: The ``attn_implementation`` values this model runs (HF's names); the first is the default.
 ATTENTION_IMPLEMENTATIONS = ("sdpa", "eager")
+#: Config fields that count something: an integer of at least 1 and at most :data:`LARGEST_SIZE`.
+SIZE_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+               "max_position_embeddings", "type_vocab_size", "rpe_max_distance")
+#: The largest size a config may give (2^24, over 60 times the largest vocabulary of a published model):
+#: a table of more rows would not fit in memory.
+LARGEST_SIZE = 2**24
+
+
+def wrong_value(key: str, value, default) -> str | None:
+    """What ``value`` of config field ``key`` should be, in words, when it is not that (its type
+    differs from the ``default``'s, a size of :data:`SIZE_FIELDS` is below 1 or above
+    :data:`LARGEST_SIZE`, a probability lies outside [0, 1]); else None (None is allowed where the
+    default is not a size: HF configs leave token ids unset so)."""
+    if key in SIZE_FIELDS and isinstance(default, int):
+        if type(value) is not int or value < 1:
+            return f"an integer of at least 1 like {default!r}"
+        return f"an integer of at most {LARGEST_SIZE:,} like {default!r}" if value > LARGEST_SIZE else None
+    if value is None or default is None:
+        return None
+    if isinstance(default, bool):
+        return None if isinstance(value, bool) else f"true or false like {str(default).lower()}"
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(default, int) and not (number and float(value).is_integer()):
+        return f"an integer like {default!r}" if number else f"a number like {default!r}"
+    if isinstance(default, int) and type(value) is not int:
+        return f"an integer like {default!r}"
+    if isinstance(default, float) and not (number and math.isfinite(value)):
+        return f"a number like {default!r}"
+    if key.endswith("_prob") and not 0 <= value <= 1:
+        return f"a probability between 0 and 1 like {default!r}"
+    if isinstance(default, str) and not isinstance(value, str):
+        return f"a string like {default!r}"
+    return None
 
 
 class PEBertConfig(PretrainedConfig):
@@ -94,7 +128,8 @@ class PEBertConfig(PretrainedConfig):
     ):
         self.position_embedding = parse_variant(position_embedding).name  # validates, canonical order
         if hidden_size % num_attention_heads:
-            raise ValueError(f"hidden_size {hidden_size} is not a multiple of num_attention_heads {num_attention_heads}")
+            raise InputError(f"hidden_size {hidden_size} is not a multiple of num_attention_heads "
+                             f"{num_attention_heads}: num_attention_heads must divide {hidden_size}")
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
         self.num_hidden_layers = num_hidden_layers
@@ -127,6 +162,19 @@ class PEBertConfig(PretrainedConfig):
     @property
     def head_dim(self) -> int:
         return self.hidden_size // self.num_attention_heads
+
+
+def check_config_values(values: Mapping[str, Any], where: str = "") -> None:
+    """Refuse, in one :class:`InputError` naming the field (``where`` + its name) and what it must be,
+    the first of ``values`` (PEBertConfig fields) that the model would fail on, or train on without a
+    word: a wrongly typed value, a size or probability out of range (:func:`wrong_value`), and what
+    PEBertConfig itself refuses (a hidden_size that num_attention_heads does not divide)."""
+    defaults = PEBertConfig()
+    for key, value in values.items():
+        problem = wrong_value(key, value, getattr(defaults, key, None))
+        if problem:
+            raise InputError(f"{where}{key} is {value!r}, expected {problem}")
+    PEBertConfig(**values)
 
 
 # ----------------------------------------------------------------------------- building blocks

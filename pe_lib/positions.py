@@ -99,6 +99,9 @@ def parse_variant(name: str) -> Variant:
             f"valid basic names: {', '.join(PE_VARIANTS)} (combine one ape-* with one relative kind by '+', "
             f"and add '+{UNTIE_CLS}' to a score-bias kind)"
         )
+    repeated = [p for i, p in enumerate(parts) if p in parts[:i]]
+    if repeated:
+        raise InputError(f"{name!r} names {repeated[0]!r} more than once; name each part of a variant once")
     if UNTIE_CLS in parts:
         return _with_untied_cls(name, [p for p in parts if p != UNTIE_CLS])
     if "none" in parts:

@@ -20,9 +20,11 @@ export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
 end=$(( $(date +%s) + seconds ))
 
 # commit: the artifacts written so far, in the profile's folder of results/ (its name, unless the
-# profile keeps the folder it was computed in under another name: Profile.folder).
+# profile keeps the folder it was computed in under another name: Profile.folder). Only finished
+# ones: never a hidden path, such as a writer's temporary (.NAME.*.part, .NAME.old-PID) or the lock.
 commit() {
-    git add -A results 2>/dev/null || return 0
+    git add -A -- results ':(exclude,glob)results/**/.*' ':(exclude,glob)results/**/.*/**' 2>/dev/null \
+        || return 0
     git diff --cached --quiet -- results && return 0
     local folder n
     folder=$(git diff --cached --name-only -- results | cut -d/ -f2 | sort -u | paste -sd, -)

@@ -19,7 +19,7 @@ LAYERS = (
     ("training", {"pe_lib.training", "pe_lib.extrapolation", "pe_lib.pretrained_pes"}),
     ("experiments", {"pe_book.experiments", "pe_book.stats"}),
     ("chapters", {"pe_book.tables", "pe_book.claims", "pe_book.testability", "pe_book.plots", "pe_book.plateau",
-                  "pe_book.design", "pe_book.chapters", "pe_book.bench"}),
+                  "pe_book.design", "pe_book.chapters", "pe_book.bench", "pe_book.results_data"}),
     ("book", {"pe_book.notebook", "pe_book.book", "pe_book.book_check", "pe_book.publish", "pe_book.headline"}),
     ("command line", {"pe_book", "pe_book.commands", "pe_book.cli", "pe_book.__main__"}),
 )

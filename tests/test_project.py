@@ -21,6 +21,11 @@ def test_torch_is_pinned_to_the_local_cpu_wheel():
     assert pins((ROOT / "requirements.lock").read_text())["torch"] == "2.13.0"
 
 
+def test_the_license_file_is_the_license_pyproject_declares():
+    declared = re.search(r'^license = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M)[1]
+    assert declared == "MIT" and (ROOT / "LICENSE").read_text().startswith("MIT License\n")
+
+
 def test_readme_quick_start_has_the_two_commands():
     readme = (ROOT / "README.md").read_text()
     quick_start = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]

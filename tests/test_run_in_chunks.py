@@ -69,3 +69,27 @@ def test_a_profile_that_keeps_another_folder_has_that_folder_committed(repo):
     assert status == 0 and "committed results/cpu-next (1 artifacts)" in out
     log = subprocess.run(["git", "log", "--format=%s", "-1"], cwd=repo, capture_output=True, text=True).stdout
     assert log.strip() == "results/cpu-next: 1 artifacts (chunk of pe-book run --profile cpu)"
+
+
+def test_a_chunk_never_commits_a_writers_temporaries(repo):
+    """A commit while an artifact is written: its temporary folder (``.NAME.*.part``), a temporary
+    file, a replaced folder set aside and the store's lock stay out of it, whatever the repository
+    ignores."""
+    half = ["results/cpu/none/.finetune-x.k2.part/artifact.json", "results/cpu/none/.artifact.json.a1.part",
+            "results/cpu/none/.y.old-12/artifact.json", "results/cpu/.lock"]
+    for path in half:
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text("half-written")
+    status, _, out = chunk(repo, "900")
+    committed = subprocess.run(["git", "ls-files", "results"], cwd=repo, capture_output=True, text=True)
+    assert status == 0 and committed.stdout.split() == ["results/cpu/none/x/artifact.json"]
+
+
+def test_the_repository_ignores_the_stores_temporaries():
+    """What a writer leaves beside an artifact folder while it writes (or after a kill)."""
+    names = [".pretrain-p0-a.k3j.part/artifact.json", ".artifact.json.x1.part",
+             ".pretrain-p0-a.old-12/arrays.npz"]
+    paths = [f"results/cpu/rope/{name}" for name in names]
+    done = subprocess.run(["git", "check-ignore", "--no-index", *paths], cwd=SCRIPT.parents[1],
+                          capture_output=True, text=True)
+    assert done.stdout.split() == paths

@@ -1,9 +1,11 @@
 """What every result chapter starts from: the runner on the store, the table of its parameters
 and data, the tasks it covers, and the fine-tuned results of its variants.
 
-The ``ensure_*`` methods of the runner compute what the store lacks (a notebook rerun with other
-parameters trains what it needs); on the published profiles everything is found, and a book built
-with ``pe-book book --stored-only`` (environment variable :data:`STORED_ONLY`) refuses to compute.
+A notebook's runner only reads the store unless the notebook is given ``compute=True`` (its
+parameter :data:`COMPUTE`; ``pe-book book`` passes it unless built ``--stored-only``): then its
+``ensure_*`` methods compute what the store lacks (a rerun with other parameters trains what it
+needs). A book built with ``pe-book book --stored-only`` (environment variable :data:`STORED_ONLY`)
+refuses to compute whatever its notebooks are given.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import numbers
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
@@ -20,19 +23,45 @@ from pe_book.experiments.baselines import LABELS, baseline_payloads
 from pe_book.experiments.profiles import get_profile
 from pe_book.experiments.runner import Runner
 from pe_lib.data.tasks import TASKS, get_task
+from pe_lib.errors import InputError
 from pe_lib.positions import resolve_variants
 
 
 #: Set to "1" in a notebook's environment: its runners only read the store (a missing artifact
 #: stops the notebook with its name, :class:`~pe_book.experiments.runner.MissingResult`).
 STORED_ONLY = "PE_BOOK_STORED_ONLY"
+#: The notebook parameter (``compute: bool = False``) that lets a chapter's runner compute what the
+#: store lacks; it says how the results were obtained, not which, so no parameters table shows it.
+COMPUTE = "compute"
 
 
-def open_runner(profile: str, results: str = "results"):
+def open_runner(profile: str, results: str = "results", compute: bool = False):
     """A :class:`~pe_book.experiments.runner.Runner` of the named profile on the artifact store
-    ``results``, without progress bars (notebooks read artifacts through it; under
-    :data:`STORED_ONLY` it computes nothing)."""
-    return Runner(get_profile(profile), results=results, progress=False, compute=os.environ.get(STORED_ONLY) != "1")
+    ``results``, without progress bars. It computes what the store lacks only with ``compute`` (and
+    never under :data:`STORED_ONLY`); one that only reads refuses, in one line naming the folder it
+    looked in, a ``results`` folder that does not exist or holds none of the profile's artifacts."""
+    computes = compute and os.environ.get(STORED_ONLY) != "1"
+    runner = Runner(get_profile(profile), results=results, progress=False, compute=computes)
+    if not computes:
+        check_results_folder(runner, results)
+    return runner
+
+
+def check_results_folder(runner, results: str) -> None:
+    """Refuse (:class:`~pe_lib.errors.InputError`) a ``results`` folder that does not exist or
+    holds none of ``runner``'s profile's artifacts, naming it (a relative one as found from the
+    working directory) and how to compute them instead."""
+    folder = Path(results)
+    shown = f"{str(results)!r}" if folder.is_absolute() else (
+        f"{str(results)!r} ({folder.resolve()}: relative to the working directory {Path.cwd()})")
+    name = runner.profile.name
+    instead = f"or compute = True to compute profile {name}'s results there (papermill: -p compute True)"
+    if not folder.is_dir():
+        raise InputError(f"results folder {shown} does not exist; set results to the artifact store's folder, "
+                         f"{instead}")
+    if not runner.store.artifact_folders():
+        raise InputError(f"results folder {shown} holds no artifact of profile {name} (in its subfolder "
+                         f"{runner.store.root.name}); set results to the folder that holds them, {instead}")
 
 
 def data_used(params: Mapping, runner, tasks: Iterable[str] = ()) -> pd.DataFrame:
@@ -42,7 +71,7 @@ def data_used(params: Mapping, runner, tasks: Iterable[str] = ()) -> pd.DataFram
     a reader (on Colab, say) knows why numbers differ from the published book."""
     corpus = runner.corpus
     sources = ", ".join(corpus.card.get("sources", {})) or corpus.origin
-    rows = {**param_table(params)["value"],
+    rows = {**param_table({k: v for k, v in params.items() if k != COMPUTE})["value"],
             "data: pretraining text": f"{corpus.origin} ({sources})"}
     rows.update({f"data: task {t}": runner.task(t).origin for t in tasks})
     return pd.DataFrame({"value": rows})
@@ -224,6 +253,16 @@ def check_split(split: str) -> str:
     if split not in SPLITS:
         raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
     return split
+
+
+def check_layer(profile, layer: int) -> int:
+    """``layer`` when ``profile``'s models have it, else :class:`~pe_lib.errors.InputError` naming
+    the valid range (a notebook shows it as one line)."""
+    layers = profile.model["num_hidden_layers"]
+    if not 0 <= layer < layers:
+        raise InputError(f"layer must be in 0..{layers - 1} for profile {profile.name!r} "
+                         f"(its models have {plural(layers, 'layer')}), got {layer}")
+    return layer
 
 
 def spread_note(n_seeds: int) -> str:

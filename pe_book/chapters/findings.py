@@ -118,6 +118,7 @@ def compute(runner, variants: Sequence[str] = (), seeds: Sequence[int] = (), spl
     familywise level ``alpha`` per claim, on the columns the models learned; indicators of the
     probed ``layer``; the rule's false-verdict rate and power over ``runs`` simulated runs."""
     common.check_split(split)
+    common.check_layer(runner.profile, layer)
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
     names = resolve_variants(variants, runner.profile.variants)

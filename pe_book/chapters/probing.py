@@ -36,9 +36,7 @@ def compute(runner, variants: Sequence[str] = (), layer: int = 0) -> Probing:
     """Identical-word probing of ``layer`` for ``variants`` (default: the profile's), before and
     after pretraining; what the store lacks is computed."""
     names = resolve_variants(variants, runner.profile.variants)
-    layers = runner.profile.model["num_hidden_layers"]
-    if not 0 <= layer < layers:
-        raise ValueError(f"layer must be in 0..{layers - 1} for profile {runner.profile.name!r}, got {layer}")
+    common.check_layer(runner.profile, layer)
     analyses = {name: runner.ensure_analysis(name) for name in names}
     payloads = {name: a.payload for name, a in analyses.items()}
     maps = {state: {name: a.arrays[f"{state}.probe"][layer].astype(float) for name, a in analyses.items()}

@@ -3,8 +3,9 @@
 Two checks, both needed: every artifact folder's files match their ``manifest.json`` (a flipped bit,
 a truncation, a manifest that vouches for nothing), and every committed file under the folder is
 byte for byte its blob at ``HEAD`` (an artifact whose number was changed and its manifest re-hashed
-passes the first check; only the commit shows it). Files that are not committed are named too; they
-fail the check with ``--committed-only`` (CI: a clean clone has none). Reads only; one line a problem.
+passes the first check; only the commit shows it). Files that are not committed are named too, and
+so are symbolic links to folders (git commits the link, never the files it leads to); they fail the
+check with ``--committed-only`` (CI: a clean clone has none). Reads only; one line a problem.
 """
 from __future__ import annotations
 
@@ -28,9 +29,11 @@ def run(args) -> int:
         raise InputError(f"no results folder {results}")
     problems = manifest_problems(results)
     changed, uncommitted, files = git_problems(results)
+    linked = linked_folders(results)
     problems += [f"{path}: differs from its blob at HEAD (git diff HEAD -- {path} shows how)" for path in changed]
     if args.committed_only:
         problems += [f"{path}: not committed" for path in uncommitted]
+        problems += [link_problem(link) for link in linked]
     for line in problems:
         print(f"pe-book check-results: {line}")
     artifacts = len(artifact_folders(results))
@@ -38,9 +41,7 @@ def run(args) -> int:
                f"{len(problems)} problem(s)" if problems else
                f"{results}: {artifacts} artifacts, every manifest hash matches and all {files} committed files "
                f"are their blobs at HEAD")
-    if uncommitted and not args.committed_only:
-        summary += f"; {len(uncommitted)} file(s) not committed, not checked against git (first: {uncommitted[0]})"
-    print(summary)
+    print(summary + ("" if args.committed_only else unchecked_note(uncommitted, linked)))
     return 1 if problems else 0
 
 
@@ -49,16 +50,41 @@ def artifact_folders(results: Path) -> list[Path]:
     return sorted(f for f in results.glob("*/*/*") if f.is_dir() and not any(p.startswith(".") for p in f.parts[-3:]))
 
 
+def linked_folders(results: Path) -> list[Path]:
+    """The symbolic links to folders under ``results`` (hidden ones aside), which the walk over its
+    files does not enter: their files are never committed, only the links."""
+    return sorted(p for p in results.rglob("*") if p.is_symlink() and p.is_dir()
+                  and not any(part.startswith(".") for part in p.relative_to(results).parts))
+
+
+def link_problem(link: Path) -> str:
+    """The line of a symbolic link to a folder under the results folder."""
+    return (f"{link}: a symbolic link to a folder ({link.readlink()}); git commits the link, never the files "
+            "in it: put the folder itself there")
+
+
+def unchecked_note(uncommitted: list[str], linked: list[Path]) -> str:
+    """The summary's note of what is not checked against git (no problem without ``--committed-only``)."""
+    note = ""
+    if uncommitted:
+        note += (f"; {len(uncommitted)} file(s) not committed, not checked against git "
+                 f"(first: {uncommitted[0]})")
+    if linked:
+        note += (f"; {len(linked)} symbolic link(s) to a folder, whose files git never commits "
+                 f"(first: {linked[0]})")
+    return note
+
+
 def manifest_problems(results: Path) -> list[str]:
-    """One line per artifact folder that does not match its manifest (or has none that vouches for it)."""
+    """One line per artifact folder that does not match its manifest (or has none that vouches for
+    it and for every file in it)."""
     from pe_lib.errors import CorruptFileError
     from pe_lib.io import verify_manifest
 
     problems = []
     for folder in artifact_folders(results):
-        required = [name for name in ("artifact.json", "arrays.npz") if (folder / name).exists()] or ["artifact.json"]
         try:
-            verify_manifest(folder, required=required)
+            verify_manifest(folder, required=["artifact.json"], complete=True)
         except CorruptFileError as error:
             problems.append(str(error))
     return problems

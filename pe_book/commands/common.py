@@ -76,18 +76,30 @@ def existing_file(text: str) -> str:
     return text
 
 
-def existing_folder(text: str) -> str:
-    """An argparse type: a folder that exists (a tokenizer or model folder)."""
+#: The files of a tokenizer folder that BertTokenizer reads, one of which it needs (its save_pretrained
+#: writes tokenizer.json; BERT's own folders have vocab.txt).
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
+
+
+def tokenizer_folder(text: str) -> str:
+    """An argparse type: a folder that holds a tokenizer (one of :data:`TOKENIZER_FILES`); from an
+    empty one BertTokenizer would make a tokenizer of its 5 special tokens alone."""
     if not os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"no folder {text}")
+    if not any(os.path.isfile(os.path.join(text, name)) for name in TOKENIZER_FILES):
+        raise argparse.ArgumentTypeError(f"{text} holds no tokenizer: expected "
+                                         f"{' or '.join(TOKENIZER_FILES)} in it (what a tokenizer's "
+                                         "save_pretrained writes)")
     return text
 
 
 def new_file(text: str) -> str:
-    """An argparse type: a file to write, in a folder that exists."""
+    """An argparse type: a file to write, in a folder that exists (and not a folder itself)."""
     folder = os.path.dirname(text) or "."
     if not os.path.isdir(folder):
         raise argparse.ArgumentTypeError(f"cannot write {text}: no folder {folder}")
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"cannot write {text}: it is a folder; give a file name")
     return text
 
 
@@ -112,6 +124,9 @@ def model_config(path: str):
     local = Path(path).expanduser()
     if not local.exists() and (local.is_absolute() or path.startswith((".", "~")) or path.count("/") > 1):
         raise InputError(f"no model folder {path}")  # not a hub id (namespace/name) either
+    if local.exists() and not local.is_dir():
+        raise InputError(f"{path} is a file; expected a model folder (with config.json and "
+                         "model.safetensors) or a hub id")
     problem = wrong_type_in_config(local / "config.json") if local.is_dir() else None
     if problem:  # checked first: a config class may accept 2.0 heads or [2] layers and fail deep in the model
         raise InputError(f"cannot read the model config of {path}: {problem}")
@@ -121,19 +136,16 @@ def model_config(path: str):
         raise InputError(f"cannot read the model config of {path}: {_first_line(error)}") from error
 
 
-#: config fields that count something: an integer of at least 1
-SIZE_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-               "max_position_embeddings", "type_vocab_size", "rpe_max_distance")
-
-
 def wrong_type_in_config(config_file) -> str | None:
     """The first value of a ``config.json`` whose type differs from the default's (a string where a
     number belongs, 2.0 or [2] where an integer does: the config class accepts some and the model
-    then fails with an unrelated message), or a size below 1 (:data:`SIZE_FIELDS`), or a
-    probability outside [0, 1]; None when every value is plausible."""
+    then fails with an unrelated message), or a size out of range (:data:`pe_lib.model.SIZE_FIELDS`),
+    or a probability outside [0, 1]; None when every value is plausible."""
     import json
 
     from transformers import CONFIG_MAPPING
+
+    from pe_lib.model import wrong_value
 
     try:
         values = json.loads(config_file.read_text(encoding="utf-8"))
@@ -149,41 +161,65 @@ def wrong_type_in_config(config_file) -> str | None:
     return None
 
 
-def wrong_value(key: str, value, default) -> str | None:
-    """What ``value`` of config field ``key`` should be, in words, when it is not that; else None
-    (None is allowed where the default is not a size: HF configs leave token ids unset so)."""
-    if key in SIZE_FIELDS and isinstance(default, int) and (type(value) is not int or value < 1):
-        return f"an integer of at least 1 like {default!r}"
-    if value is None or default is None:
-        return None
-    if isinstance(default, bool):
-        return None if isinstance(value, bool) else f"true or false like {str(default).lower()}"
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if isinstance(default, int) and not (number and float(value).is_integer()):
-        return f"an integer like {default!r}" if number else f"a number like {default!r}"
-    if isinstance(default, int) and type(value) is not int:
-        return f"an integer like {default!r}"
-    if isinstance(default, float) and not (number and math.isfinite(value)):
-        return f"a number like {default!r}"
-    if key.endswith("_prob") and not 0 <= value <= 1:
-        return f"a probability between 0 and 1 like {default!r}"
-    if isinstance(default, str) and not isinstance(value, str):
-        return f"a string like {default!r}"
-    return None
-
-
-def load_model(model_class, path: str):
-    """``model_class.from_pretrained(path)`` (quietly), or one :class:`~pe_lib.errors.InputError`
-    naming the folder when its weights cannot be read (missing, truncated, wrong shapes)."""
+def load_model(path: str, config):
+    """The model of a folder or hub id as the class that saved it (:func:`saved_class`), quietly;
+    or one :class:`~pe_lib.errors.InputError` naming the folder when its weights cannot be read
+    (missing, truncated) or do not fit its ``config``: a parameter of another shape, or one missing
+    (it would be random) or unexpected (:func:`parameter_problem`)."""
     from safetensors import SafetensorError
 
     from pe_lib.model import quiet_transformers
 
     try:
         with quiet_transformers():
-            return model_class.from_pretrained(path, trust_remote_code=False)
+            model, info = saved_class(config).from_pretrained(
+                path, trust_remote_code=False, output_loading_info=True, ignore_mismatched_sizes=True)
     except (OSError, ValueError, RuntimeError, SafetensorError) as error:
         raise InputError(f"cannot load the model weights of {path}: {_first_line(error)}") from error
+    problem = parameter_problem(info, config)
+    if problem:
+        raise InputError(f"cannot load the model weights of {path}: {problem}")
+    return model
+
+
+def saved_class(config):
+    """The model class that saved ``config`` (the first of its ``architectures`` that pe_lib or
+    transformers defines), whose parameters its weights hold; ``AutoModel`` when it names none."""
+    import transformers
+    from transformers import AutoModel, PreTrainedModel
+
+    import pe_lib.model
+
+    for name in config.architectures or ():
+        found = getattr(pe_lib.model, name, None) or getattr(transformers, name, None)
+        if isinstance(found, type) and issubclass(found, PreTrainedModel):
+            return found
+    return AutoModel
+
+
+def parameter_problem(info: dict, config) -> str | None:
+    """What is wrong with the parameters a model was loaded with (``info``: from_pretrained's
+    loading info), in words, or None: one of another shape than the config gives, one missing (it
+    was initialised at random), or, for a PEBert model, one it has no place for (the position table
+    of another variant). Other HF checkpoints may keep heads their model does not use."""
+    from pe_lib.model import PEBertConfig
+
+    def names(keys) -> str:
+        keys = sorted(keys)
+        return ", ".join(keys[:3]) + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
+
+    if info["mismatched_keys"]:
+        key, saved, wanted = sorted(info["mismatched_keys"])[0]
+        return (f"{key} is {tuple(saved)} in its weights and {tuple(wanted)} by its config.json "
+                f"({len(info['mismatched_keys'])} parameter(s) differ): the config is not the one of these "
+                "weights")
+    if info["missing_keys"]:
+        return (f"its weights lack {names(info['missing_keys'])}, which would be random: the file is "
+                "incomplete")
+    if info["unexpected_keys"] and isinstance(config, PEBertConfig):
+        return (f"its weights hold {names(info['unexpected_keys'])}, which a {config.position_embedding} "
+                "model has no place for: the config is not the one of these weights")
+    return None
 
 
 def _first_line(error: BaseException) -> str:

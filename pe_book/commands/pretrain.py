@@ -11,7 +11,8 @@ import dataclasses
 import json
 from pathlib import Path
 
-from pe_book.commands.common import add_profile, existing_file, existing_folder, non_negative_int, positive_int
+from pe_book.commands.common import (add_profile, existing_file, non_negative_int, positive_int,
+                                     tokenizer_folder)
 from pe_lib.errors import InputError
 
 
@@ -24,7 +25,8 @@ def configure(parser) -> None:
     parser.add_argument("--seed", type=non_negative_int, default=0, help="pretraining seed (default 0)")
     parser.add_argument("--precision", choices=("auto", "bf16", "fp32"), help="override the profile's precision")
     parser.add_argument("--corpus-file", type=existing_file, help="pretrain on this plain-text file instead (last 10%% of lines: validation)")
-    parser.add_argument("--tokenizer", type=existing_folder, help="a tokenizer folder (BertTokenizer) to use instead of the profile's")
+    parser.add_argument("--tokenizer", type=tokenizer_folder,
+                        help="a tokenizer folder (BertTokenizer) to use instead of the profile's")
 
 
 def run(args) -> int:
@@ -44,7 +46,7 @@ def run(args) -> int:
     tokenizer = BertTokenizer.from_pretrained(args.tokenizer) if args.tokenizer else None
     runner = Runner(profile, cache_dir=args.cache, progress=not args.no_progress, tokenizer=tokenizer)
     if args.corpus_file:
-        lines = [line for line in Path(args.corpus_file).read_text(encoding="utf-8").splitlines() if line.strip()]
+        lines = [line for line in utf8_text(args.corpus_file).splitlines() if line.strip()]
         if len(lines) < 10:
             raise InputError(f"{args.corpus_file} has {len(lines)} non-empty lines; --corpus-file needs at least 10 "
                              "(the last 10% are the validation lines)")
@@ -59,3 +61,14 @@ def run(args) -> int:
     if PartialState().is_main_process:  # one report, not one per process
         print(json.dumps({"out": str(out), **result}, indent=2))
     return 0
+
+
+def utf8_text(path: str) -> str:
+    """The text of a UTF-8 file, or one :class:`InputError` naming the file and the offset of its
+    first byte that is not UTF-8."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(f"{path} is not UTF-8 text: byte 0x{data[error.start]:02x} at offset {error.start} "
+                         f"({error.reason}); convert it to UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None

@@ -30,8 +30,6 @@ def available_kinds(model) -> list[str]:
 
 
 def run(args) -> int:
-    from transformers import AutoModel
-
     from pe_book.commands.common import BadOptionValue, check_weights, load_model, model_config
     from pe_lib.errors import InputError
     from pe_lib.model import PEBertConfig
@@ -40,7 +38,7 @@ def run(args) -> int:
 
     config = model_config(args.model)
     check_weights(args.model)
-    model = load_model(AutoModel, args.model).eval()
+    model = load_model(args.model, config).base_model.eval()  # the encoder, without a task's head
     if isinstance(config, PEBertConfig):
         title = config.position_embedding
         has = available_kinds(model)
@@ -77,10 +75,17 @@ def run(args) -> int:
 
 
 def save_heatmaps(phis: dict, path: str, title: str) -> None:
+    """The proximity heatmaps as one image at ``path`` (PNG, or the format its suffix names), written
+    atomically: a read-only folder or a full disk is one error line, and no half-written file is left."""
+    import io
+    import os
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from pe_lib.io import atomic_write_bytes, explain_disk_full
 
     fig, axes = plt.subplots(1, len(phis), figsize=(4 * len(phis), 3.6), squeeze=False)
     for ax, (kind, phi) in zip(axes[0], phis.items()):
@@ -89,5 +94,8 @@ def save_heatmaps(phis: dict, path: str, title: str) -> None:
         fig.colorbar(image, ax=ax, fraction=0.046)
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    png = io.BytesIO()
+    fig.savefig(png, format=os.path.splitext(path)[1][1:] or "png", dpi=120)
     plt.close(fig)
+    with explain_disk_full(f"heatmap {path}"):
+        atomic_write_bytes(path, png.getvalue())

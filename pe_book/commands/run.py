@@ -4,8 +4,9 @@ what would be computed."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
 
-from pe_book.commands.common import add_profile, positive_int
+from pe_book.commands.common import BadOptionValue, add_profile, positive_int
 from pe_lib.errors import InputError
 
 
@@ -40,7 +41,11 @@ def run(args) -> int:
     from pe_book.experiments.profiles import get_profile
     from pe_book.experiments.overrides import with_overrides
     from pe_book.experiments.runner import Runner
+    from pe_lib.data.tasks import get_task
+    from pe_lib.positions import parse_variant
 
+    check_named_once("--variants", args.variants, lambda name: parse_variant(name).name)
+    check_named_once("--tasks", args.tasks, lambda name: get_task(name).meta.name)
     profile = with_overrides(get_profile(args.profile), args.overrides)
     unavailable = check_tasks_available(profile, args.tasks)
     runner = Runner(profile.with_first_pretrain_seeds(args.pretrain_seeds, args.variants) if args.pretrain_seeds else profile,
@@ -57,6 +62,17 @@ def run(args) -> int:
     for stage, seconds in timings.items():
         print(f"  {stage:10s} {seconds:8.1f} s")
     return 0
+
+
+def check_named_once(option: str, names: list[str] | None, canonical: Callable[[str], str]) -> None:
+    """Refuse, in one line, an option that names one variant or task twice (``ape-sin+rpe-learned``
+    and ``rpe-learned+ape-sin`` are one variant): its artifacts would be counted twice."""
+    names = names or []
+    canonical_names = [canonical(name) for name in names]
+    repeated = [c for i, c in enumerate(canonical_names) if c in canonical_names[:i]]
+    if repeated:
+        spelled = ", ".join(name for name, c in zip(names, canonical_names) if c == repeated[0])
+        raise BadOptionValue(option, f"{repeated[0]} is named more than once ({spelled}); name each once")
 
 
 def check_committed(profile) -> None:

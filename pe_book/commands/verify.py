@@ -21,7 +21,6 @@ import numpy as np
 
 from pe_book.commands.common import PUBLISHED_PROFILE, add_profile, positive_int
 from pe_lib.errors import InputError
-from pe_lib.io import read_json
 
 #: Payload keys that measure time, not results: never compared.
 TIMING_KEYS = frozenset({"wall_s", "elapsed_s", "tokens_per_s"})
@@ -109,14 +108,16 @@ def ulps_apart(a: float, b: float) -> int:
 
 
 def variants_computed_on(store, machine: Mapping) -> list[str]:
-    """The variants of ``store`` whose every pretraining was computed on ``machine``'s type."""
+    """The variants of ``store`` whose every pretraining was computed on ``machine``'s type (each read
+    through its manifest: a damaged one is named in a warning and left out)."""
     from pe_book.experiments.store import same_machine_type
 
     types: dict[str, set[bool]] = {}
     for folder in store.artifact_folders():
-        if folder.name.startswith("pretrain-"):
-            hardware = read_json(folder / "artifact.json")["provenance"]["hardware"]
-            types.setdefault(folder.parent.name, set()).add(same_machine_type(hardware, machine))
+        artifact = store.read(folder) if folder.name.startswith("pretrain-") else None
+        if artifact is not None:
+            same = same_machine_type(artifact.provenance["hardware"], machine)
+            types.setdefault(folder.parent.name, set()).add(same)
     return sorted(variant for variant, same in types.items() if same == {True})
 
 

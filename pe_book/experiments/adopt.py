@@ -23,8 +23,7 @@ from pathlib import Path
 
 from pe_book.experiments.runner import Runner
 from pe_lib.errors import InputError
-from pe_lib.io import (MANIFEST, atomic_dir, atomic_write_text, manifested_dir, read_json, verified, write_json,
-                       write_manifest)
+from pe_lib.io import MANIFEST, atomic_dir, atomic_write_text, manifested_dir, read_json, write_json, write_manifest
 from pe_lib.training.pretrain import extend, finished_result, latest_checkpoint, run_identity
 
 
@@ -41,9 +40,10 @@ def artifact_key(folder: Path) -> str:
 
 
 def stored_by_key(runner: Runner) -> dict[tuple[str, str], Path]:
-    """``(variant, key) -> artifact folder`` of every checksum-valid artifact in ``runner``'s store."""
+    """``(variant, key) -> artifact folder`` of every artifact in ``runner``'s store that its checked
+    reader reads (a manifest vouching for each of its files)."""
     return {(folder.parent.name, artifact_key(folder)): folder for folder in runner.store.artifact_folders()
-            if verified(folder, f"artifact {folder}")}
+            if runner.store.read(folder) is not None}
 
 
 def adopt(target: Runner, source: Runner) -> Adopted:

@@ -23,7 +23,6 @@ otherwise idle machine; a stage or task it never measured is reported as unknown
 """
 from __future__ import annotations
 
-import json
 import math
 import statistics
 import time
@@ -33,7 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pe_book.experiments.runner import PlannedArtifact, Runner
-from pe_book.experiments.store import Store, hardware, same_machine_type
+from pe_book.experiments.store import Artifact, Store, hardware, same_machine_type
 from pe_lib.training.pretrain import latest_checkpoint
 
 if TYPE_CHECKING:  # pandas is imported by the estimate alone: a dry run without one skips it
@@ -54,14 +53,14 @@ def stage_kind(stage: str) -> str:
 
 def measured_rates(store: Store, machine: dict | None = None) -> Rates:
     """The rates of every artifact in ``store`` (see the module docstring); with ``machine`` (a
-    :func:`~pe_book.experiments.store.hardware` record), only of those computed on its type."""
+    :func:`~pe_book.experiments.store.hardware` record), only of those computed on its type. Each is
+    read through its manifest: a damaged one is named in a warning and measures nothing."""
     tokens, per_example, walls = [], defaultdict(list), defaultdict(list)
-    for folder in store.artifact_folders():
-        document = json.loads((folder / "artifact.json").read_text())
-        payload, provenance = document["payload"], document["provenance"]
+    for artifact in checked_artifacts(store):
+        payload, provenance = artifact.payload, artifact.provenance
         if machine is not None and not same_machine_type(provenance["hardware"], machine):
             continue
-        kind = stage_kind(folder.name)
+        kind = stage_kind(artifact.folder.name)
         if kind == "pretrain":
             tokens.append(float(payload["result"]["tokens_per_s"]))
         elif kind == "finetune":
@@ -76,9 +75,15 @@ def measured_rates(store: Store, machine: dict | None = None) -> Rates:
 
 
 def spent_hours(store: Store) -> float:
-    """The wall hours that computing the store's artifacts took, as their provenance records."""
-    return sum(json.loads((folder / "artifact.json").read_text())["provenance"]["wall_s"]
-               for folder in store.artifact_folders()) / 3600
+    """The wall hours that computing the store's artifacts took, as their provenance records (a
+    damaged one, named in a warning, left out)."""
+    return sum(artifact.provenance["wall_s"] for artifact in checked_artifacts(store)) / 3600
+
+
+def checked_artifacts(store: Store) -> list[Artifact]:
+    """Every artifact of ``store`` that its manifest vouches for (:meth:`Store.read`; the others are
+    named in one warning each and left out)."""
+    return [artifact for artifact in map(store.read, store.artifact_folders()) if artifact is not None]
 
 
 def with_fallback(rates: Rates, fallback: Rates) -> Rates:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pe_lib.errors import InputError
+from pe_lib.model import check_config_values
 
 #: Profile fields that cannot be overridden: its name (the store folder) and description.
 FIXED = ("name", "description")
@@ -76,8 +77,15 @@ def set_path(obj: Any, path: list[str], text: str, where: str) -> Any:
 
 
 def with_overrides(profile, assignments: Sequence[str]):
-    """``profile`` with every ``FIELD.PATH=VALUE`` of ``assignments`` applied, in order."""
+    """``profile`` with every ``FIELD.PATH=VALUE`` of ``assignments`` applied, in order; then its
+    model fields are checked together (``model.hidden_size`` and ``model.num_attention_heads`` may
+    be set one after the other), so that none the model would fail on reaches it."""
     for text in assignments:
         path, value = parse_assignment(text)
         profile = set_path(profile, path, value, ".".join(path))
+    try:
+        check_config_values(profile.model, "model.")
+    except InputError as error:
+        model_fields = " ".join(text for text in assignments if text.startswith("model."))
+        raise InputError(f"--set {model_fields}: {error}") from None
     return profile

@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import re
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -32,7 +31,7 @@ from pe_lib.errors import InputError
 from pe_lib.extrapolation import BUCKETS_PER_LENGTH, length_extrapolation
 from pe_lib.data.cache import cache_root
 from pe_lib.data.tasks import prepared_folder
-from pe_lib.io import MANIFEST, atomic_write_text, content_key, manifested_dir, remove_stale_parts, sha256_file, verified
+from pe_lib.io import MANIFEST, content_key, manifested_dir, remove_stale_parts, sha256_file, verified
 from pe_lib.model import PEBertConfig, PEBertForMaskedLM, quiet_transformers
 from pe_lib.positions import parse_variant
 from pe_lib.probing import analyse_positions
@@ -57,8 +56,9 @@ STORED_MODEL = "model"
 ANALYSIS_WINDOW = 8
 
 
-#: A task fingerprint: 16 hexadecimal digits.
-FINGERPRINT = re.compile(r"[0-9a-f]{16}")
+#: Where the cache keeps task fingerprints (:meth:`Runner.task_fingerprint`): a folder each, its
+#: value in ``fingerprint`` with a manifest (the plain files of ``fingerprints/`` had no checksum).
+KEPT_FINGERPRINTS = "task-fingerprints"
 
 
 class MissingResult(InputError):
@@ -70,6 +70,29 @@ def code_stage(stage: str) -> str:
     """The stage whose code version keys ``stage`` (itself, or :data:`CODE_STAGE`'s), also the
     :attr:`Runner.timings` entry its wall time goes to."""
     return CODE_STAGE.get(stage, stage)
+
+
+def check_apart(store: Path, runs: Path) -> None:
+    """Refuse, in one line, a work folder whose run folders (``runs``) share the artifact store's
+    folder: the store would take a run's ``model/`` for an artifact (an orphan, or a false one)."""
+    store_at, runs_at = store.resolve(), runs.resolve()
+    if store_at == runs_at or store_at in runs_at.parents or runs_at in store_at.parents:
+        raise InputError(f"the artifact store {store} and the work folder's runs {runs} overlap: "
+                         "use separate folders for the results and the work (--results, --work)")
+
+
+def kept_fingerprint(folder: Path | None) -> str | None:
+    """The task fingerprint kept in ``folder`` (:data:`KEPT_FINGERPRINTS`), or None: none kept, or
+    one failing its manifest (named in one warning; the caller computes it again and keeps it)."""
+    if folder is None or not verified(folder, "task fingerprint", required=["fingerprint"]):
+        return None
+    return (folder / "fingerprint").read_text(encoding="utf-8")
+
+
+def keep_fingerprint(folder: Path, value: str) -> None:
+    """Keep a task fingerprint in ``folder``, with its manifest (atomically)."""
+    with manifested_dir(folder, "task fingerprint") as work:
+        (work / "fingerprint").write_text(value, encoding="utf-8")
 
 
 def stage_name(stage: str, pretrain_seed: int, *parts: str, snapshot: int | None = None) -> str:
@@ -108,6 +131,7 @@ class Runner:
         self.store = Store(results, profile.results_folder)
         self.cache_dir = cache_dir
         self.work = Path(work) if work is not None else cache_root(cache_dir) / "runs"
+        check_apart(self.store.root, self.work / profile.results_folder)
         self.progress = progress
         self.compute = compute
         self.timings: dict[str, float] = defaultdict(float)
@@ -425,11 +449,11 @@ class Runner:
         """What identifies a task's data as the runner uses it: its origin and the content of every
         example of the (capped) splits, so a changed builder can never reuse a stale artifact. A
         task not loaded yet whose prepared folder is intact takes the value kept at an earlier load
-        of the same files (:meth:`_kept_fingerprint`), so a dry run reads no example."""
+        of the same files (:meth:`_kept_fingerprint`, through its manifest: a damaged one is named
+        in one warning and computed again), so a dry run reads no example."""
         if name not in self._task_keys:
-            kept = self._kept_fingerprint(name) if name not in self._tasks else None
-            value = kept.read_text(encoding="utf-8") if kept is not None and kept.is_file() else ""
-            if not FINGERPRINT.fullmatch(value):
+            value = kept_fingerprint(self._kept_fingerprint(name)) if name not in self._tasks else None
+            if value is None:
                 task = self.task(name)
                 digest = hashlib.sha256(task.origin.encode())
                 for split in ("train", "validation", "test"):
@@ -437,12 +461,12 @@ class Runner:
                         digest.update(json.dumps(row, sort_keys=True, separators=(",", ":")).encode())
                 value = digest.hexdigest()[:16]
                 if task.folder is not None:
-                    atomic_write_text(self._kept_fingerprint(name, task.folder), value)
+                    keep_fingerprint(self._kept_fingerprint(name, task.folder), value)
             self._task_keys[name] = value
         return self._task_keys[name]
 
     def _kept_fingerprint(self, name: str, folder: Path | None = None) -> Path | None:
-        """The file that keeps :meth:`task_fingerprint`'s value for a task read from a prepared
+        """The folder that keeps :meth:`task_fingerprint`'s value for a task read from a prepared
         folder (by default the intact one this runner would read; None where there is none, or the
         hub would be read): it is named after all that the value depends on, the folder's manifest
         (the sha256 of each of its files), the caps and the libraries that render the rows."""
@@ -452,7 +476,7 @@ class Runner:
         identity = content_key({"manifest": sha256_file(folder / MANIFEST), "max_train": self.profile.max_train_for(name),
                                 "max_eval": self.profile.task_max_eval, "datasets": version("datasets"),
                                 "pyarrow": version("pyarrow")}, 16)
-        return cache_root(self.cache_dir) / "fingerprints" / f"{folder.name}-{identity}"
+        return cache_root(self.cache_dir) / KEPT_FINGERPRINTS / f"{folder.name}-{identity}"
 
     def task_features(self, name: str, cfg: FinetuneConfig) -> TaskFeatures:
         """A task's fine-tuning features (tokenised, cut and padded once), built at the first
@@ -525,7 +549,7 @@ class Runner:
 
         variants = [parse_variant(v).name for v in (variants or self.profile.variants)]
         tasks = [get_task(task).meta.name for task in (tasks or self.profile.tasks)]  # unknown: one error, now
-        remove_stale_parts(self.store.root)  # what a killed run left half-written
+        remove_stale_parts(self.store.root, ["*/*-*"])  # what a killed run left half-written of an artifact
         t0 = time.perf_counter()
         self.ensure_unigram()
         for task in tasks:

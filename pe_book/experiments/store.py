@@ -142,12 +142,13 @@ class Store:
     def read(self, folder: Path) -> Artifact | None:
         """The artifact in ``folder``, or None when absent; None with a warning naming it when it is
         not to be trusted: no manifest (deleted, or written by an older version), a manifest that is
-        not a mapping of file -> sha256 covering ``artifact.json`` (and ``arrays.npz``), or a file
-        failing its check. Such a folder is then computed again, never read unchecked."""
+        not a mapping of file -> sha256 covering ``artifact.json`` and every other file there
+        (``arrays.npz``, a stored ``model/``: all are read), or a file failing its check. Such a
+        folder is then computed again, never read unchecked."""
         if not folder.exists():
             return None
         try:
-            verify_manifest(folder, required=["artifact.json"] + (["arrays.npz"] if (folder / "arrays.npz").exists() else []))
+            verify_manifest(folder, required=["artifact.json"], complete=True)
             document = read_json(folder / "artifact.json")
             arrays = {}
             if (folder / "arrays.npz").exists():

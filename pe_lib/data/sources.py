@@ -9,6 +9,7 @@ manifest (or that has none) is never trusted: it is extracted again.
 """
 from __future__ import annotations
 
+import errno
 import importlib.util
 import os
 import shutil
@@ -23,7 +24,7 @@ from pathlib import Path
 from pe_lib.data.archives import extract_members
 from pe_lib.data.cache import cache_root, read_json, sha256_file, write_json
 from pe_lib.errors import SourceUnavailable
-from pe_lib.io import is_intact, manifested_dir, verified
+from pe_lib.io import explain_disk_full, is_intact, manifested_dir, verified
 
 #: What an extracted source folder says of itself (beside its :mod:`pe_lib.io` manifest, which lists it):
 #: the sha256 of the archive its members came from, and where they were taken.
@@ -221,7 +222,8 @@ def _fetch_command(src: Source, dest: Path) -> list[str]:
 
 
 def _download(src: Source, root: Path) -> Path:
-    """Fetch the archive of ``src`` into ``downloads/`` (verified), or raise SourceUnavailable."""
+    """Fetch the archive of ``src`` into ``downloads/`` (verified), or raise SourceUnavailable (or
+    ENOSPC where the fetcher says the disk filled up)."""
     final = root / "downloads" / str(src.filename)
     work = Path(tempfile.mkdtemp(prefix=f"{src.name}.", dir=root / "tmp"))
     try:
@@ -233,6 +235,8 @@ def _download(src: Source, root: Path) -> Path:
         except subprocess.TimeoutExpired:
             raise _fail(src, root, f"`{' '.join(command)}` timed out") from None
         if proc.returncode != 0:
+            if "No space left on device" in proc.stderr:  # pip and apt-get say it in words (errno 28)
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             raise _fail(src, root, f"`{' '.join(command)}` exited {proc.returncode}: {last}")
         fetched = work / str(src.filename)
@@ -261,7 +265,8 @@ def archive_path(name: str, cache_dir: str | os.PathLike[str] | None = None) -> 
         warnings.warn(f"source {name!r}: cached {final.name} fails its sha256 check; fetching it again",
                       stacklevel=2)
         final.unlink()
-    return _download(src, root)
+    with explain_disk_full(f"the download of source {name!r} {final}"):
+        return _download(src, root)
 
 
 def _extracted(src: Source, folder: Path, check=is_intact) -> bool:

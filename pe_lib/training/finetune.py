@@ -26,7 +26,7 @@ from transformers import get_linear_schedule_with_warmup
 from pe_lib.errors import InputError
 from pe_lib.model import PEBertForQuestionAnswering, PEBertForSequenceClassification, quiet_transformers
 from pe_lib.training import metrics
-from pe_lib.training.pretrain import PRECISIONS, autocast, param_groups, step_seed, use_bf16
+from pe_lib.training.pretrain import PRECISIONS, autocast, check_number, param_groups, step_seed, use_bf16
 
 _METRICS: dict[str, Callable] = {
     "accuracy": metrics.accuracy,
@@ -63,6 +63,9 @@ class FinetuneConfig:
                              "(0 or fewer would print the scores of a model fine-tuned for no step)")
         if self.seed < 0:
             raise InputError(f"FinetuneConfig.seed must be an integer of at least 0, got {self.seed!r}")
+        check_number(self, "lr", above=0)
+        check_number(self, "weight_decay", at_least=0)
+        check_number(self, "warmup_ratio", at_least=0, at_most=1)
 
     def check_span_lengths(self) -> None:
         """Windows need room for the context beyond the stride: [CLS] question [SEP] context [SEP]."""

@@ -69,6 +69,7 @@ import json
 import math
 import os
 import pickle
+import re
 import shutil
 import time
 import warnings
@@ -91,6 +92,7 @@ from pe_lib.io import (
     atomic_write_text,
     exclusive_lock,
     explain_disk_full,
+    is_intact,
     manifested_dir,
     read_json,
     remove_stale_parts,
@@ -142,6 +144,13 @@ class PretrainConfig:
                 raise InputError(f"PretrainConfig.{name} must be >= 1, got {getattr(self, name)}")
         if self.seed < 0:
             raise InputError(f"PretrainConfig.seed must be an integer of at least 0, got {self.seed!r}")
+        if self.warmup_steps < 0:
+            raise InputError(f"PretrainConfig.warmup_steps must be an integer of at least 0, got "
+                             f"{self.warmup_steps!r}")
+        for name in ("lr", "grad_clip"):
+            check_number(self, name, above=0)
+        check_number(self, "weight_decay", at_least=0)
+        check_number(self, "mask_prob", above=0, at_most=1)
         object.__setattr__(self, "snapshot_steps", tuple(sorted(set(self.snapshot_steps))))
         if self.snapshot_steps and self.schedule == "linear":
             raise InputError("snapshot_steps need an anytime schedule (constant or inverse-sqrt): under the linear "
@@ -160,6 +169,20 @@ class PretrainConfig:
     def budgets(self) -> tuple[int, ...]:
         """The steps at which a model is kept: every snapshot, then the last step."""
         return (*self.snapshot_steps, self.steps)
+
+
+def check_number(config, name: str, above: float | None = None, at_least: float | None = None,
+                 at_most: float = math.inf) -> None:
+    """Refuse, naming it, a field of ``config`` that is not a finite number above ``above`` (or at
+    least ``at_least``) and at most ``at_most``: a NaN learning rate would reach the optimiser."""
+    value = getattr(config, name)
+    low, included = (at_least, True) if above is None else (above, False)
+    number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if number and low <= value <= at_most and (included or value > low):
+        return
+    bounds = f"{'at least' if included else 'above'} {low:g}"
+    bounds += f" and at most {at_most:g}" if at_most < math.inf else ""
+    raise InputError(f"{type(config).__name__}.{name} must be a finite number {bounds}, got {value!r}")
 
 
 def lr_schedule(optimizer, cfg: PretrainConfig):
@@ -283,12 +306,29 @@ def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
 # ----------------------------------------------------------------------------- checkpoints
 
 
+#: The name of a checkpoint folder, ``step-`` and the step in 8 digits.
+CHECKPOINT_NAME = re.compile(r"step-\d{8}")
+
+
 def latest_checkpoint(out_dir: Path) -> Path | None:
-    pointer = out_dir / "checkpoints" / "latest"
+    """The checkpoint that ``checkpoints/latest`` names (None without a pointer). A pointer that
+    names no checkpoint folder (a flipped bit, a truncation) is named in one warning, and the newest
+    checkpoint folder whose manifest verifies is taken instead: a damaged pointer never sends a run
+    back to step 0, whose next checkpoint would delete the intact one."""
+    root = out_dir / "checkpoints"
+    pointer = root / "latest"
     if not pointer.exists():
         return None
-    path = out_dir / "checkpoints" / pointer.read_text().strip()
-    return path if (path / "manifest.json").exists() else None
+    name = pointer.read_bytes().decode("utf-8", "replace").strip()
+    if CHECKPOINT_NAME.fullmatch(name) and (root / name / MANIFEST).exists():
+        return root / name
+    intact = [folder for folder in sorted(root.iterdir(), reverse=True)
+              if CHECKPOINT_NAME.fullmatch(folder.name) and is_intact(folder)]
+    then = (f"resuming from the newest intact checkpoint {intact[0]}" if intact
+            else "training from step 0 (none is intact)")
+    warnings.warn(f"damaged checkpoint pointer {pointer}: it names {name!r}, which is no checkpoint folder; "
+                  f"{then}", stacklevel=2)
+    return intact[0] if intact else None
 
 
 def save_checkpoint(out_dir: Path, model, optimizer, scheduler, state: dict) -> None:
@@ -495,6 +535,7 @@ def pretrain(
     from accelerate import Accelerator
 
     out_dir = Path(out_dir)
+    check_run_folder(out_dir)
     until = cfg.at(until if until is not None else cfg.steps).steps  # refuses a step with no snapshot
     accelerator = Accelerator(cpu=not torch.cuda.is_available())  # cpu=True: DDP over gloo on CPUs
     result = finished_result(out_dir) if until == cfg.steps else finished_snapshot(out_dir, until)
@@ -669,6 +710,31 @@ def resume(run: Run, until: int) -> None:
                                f"training is past it (step {run.start}); delete {run.out_dir} to train it again")
 
 
+#: What pretraining writes in a run folder (module docstring: Layout): a folder that holds anything
+#: else is not a run folder (:func:`check_run_folder`).
+RUN_FOLDER = ("checkpoints", "snapshots", "refused", "curve.jsonl", "model", "result.json", MANIFEST)
+#: What it writes through a temporary sibling (glob patterns): the only temporaries it removes.
+WRITTEN_ATOMICALLY = ("model", "result.json", "curve.jsonl", MANIFEST, "checkpoints/step-*",
+                      "checkpoints/latest", "snapshots/step-*")
+
+
+def check_run_folder(out_dir: Path) -> None:
+    """Refuse, before anything in it is written or removed, an ``out_dir`` that is a file or a folder
+    holding what no run writes (:data:`RUN_FOLDER` and the temporaries of its names): a user's
+    folder is never taken for a run folder, whose manifest and temporaries a run replaces."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(f"{out_dir} is a file, not a run folder: give a new or empty folder (or a run "
+                         "folder to resume)")
+    own = tuple(f".{name}." for name in RUN_FOLDER)  # temporaries and moved-aside folders
+    entries = [path.name for path in out_dir.iterdir()] if out_dir.is_dir() else []
+    foreign = sorted(name for name in entries if name not in RUN_FOLDER and not name.startswith(own))
+    if foreign:
+        raise InputError(f"{out_dir} is not a pretraining run folder: it holds {', '.join(foreign[:3])}"
+                         f"{' and more' if len(foreign) > 3 else ''}, which no run writes, and was left "
+                         "untouched; give a new or empty folder (a run folder holds only "
+                         f"{', '.join(RUN_FOLDER)})")
+
+
 def open_run_folder(run: Run) -> None:
     """Make ``run.out_dir`` ready for training (main process): remove what a killed run left
     half-written and the run manifest (the final files are rewritten), and write the curve up to
@@ -677,7 +743,7 @@ def open_run_folder(run: Run) -> None:
         return
     with explain_disk_full(f"run folder {run.out_dir}"):
         run.out_dir.mkdir(parents=True, exist_ok=True)
-        remove_stale_parts(run.out_dir)  # left by a killed run; never trusted, now removed
+        remove_stale_parts(run.out_dir, WRITTEN_ATOMICALLY)  # left by a killed run; never trusted: removed
         (run.out_dir / MANIFEST).unlink(missing_ok=True)
         atomic_write_text(run.out_dir / "curve.jsonl", "".join(json.dumps(r) + "\n" for r in run.records))
 

@@ -156,11 +156,11 @@ ONLY_READS = """# %%
 from pe_book import notebook
 notebook.record_names(globals())
 # %% tags=["parameters"]
-profile: str = "smoke"
+compute: bool = False
 # %%
 params = notebook.check_notebook_parameters(globals())
 from pe_book.chapters import common
-assert not common.open_runner(profile).compute, "this runner may compute"
+assert not common.open_runner("cpu", {results!r}, compute).compute, "this runner may compute"
 """
 
 
@@ -169,12 +169,12 @@ def test_the_kernels_of_a_stored_only_build_open_runners_that_only_read(tmp_path
 
     monkeypatch.delenv(STORED_ONLY, raising=False)
     (tmp_path / "notebooks").mkdir()
-    (tmp_path / "notebooks" / "99_reads.py").write_text(ONLY_READS)
-    with book._stored_only_kernels(True):
-        book.execute_notebook(tmp_path / "notebooks" / "99_reads.py", {}, tmp_path)
+    (tmp_path / "notebooks" / "99_reads.py").write_text(ONLY_READS.format(results=str(ROOT / "results")))
+    with book._stored_only_kernels(True):  # asked to compute, but the build is stored-only
+        book.execute_notebook(tmp_path / "notebooks" / "99_reads.py", {"compute": True}, tmp_path)
     assert STORED_ONLY not in os.environ
     with pytest.raises(book.BookError, match="this runner may compute"):
-        book.execute_notebook(tmp_path / "notebooks" / "99_reads.py", {}, tmp_path)
+        book.execute_notebook(tmp_path / "notebooks" / "99_reads.py", {"compute": True}, tmp_path)
 
 
 # ----------------------------------------------------------------------------- the browser check

@@ -1,6 +1,7 @@
 """``pe-book check-results``: a forged but consistent artifact (a number changed and its manifest
 re-hashed) passes every manifest check; the check against the commit finds it."""
 import json
+import shutil
 import subprocess
 
 import pytest
@@ -95,3 +96,31 @@ def test_outside_a_git_checkout_is_one_line(tmp_path, capsys):
     assert main(["check-results", "--results", str(tmp_path / "results")]) == 1
     errors = capsys.readouterr().err.splitlines()
     assert len(errors) == 1 and "is not in a git checkout with a commit" in errors[0]
+
+
+def test_a_file_that_the_manifest_does_not_list_is_named(repo, capsys):
+    root, folder = repo
+    (folder / "model").mkdir()
+    (folder / "model" / "model.safetensors").write_bytes(b"weights no manifest vouches for")
+    code, lines = check(capsys, root)
+    assert code == 1 and lines[0] == f"pe-book check-results: {folder / 'manifest.json'} does not list " \
+                                      "model/model.safetensors"
+
+
+@pytest.mark.parametrize("linked", ["profile", "artifact"])
+def test_a_symlinked_folder_is_named_and_fails_with_committed_only(linked, repo, tmp_path, capsys):
+    """git commits a symbolic link, never the files it leads to: a results folder with a linked
+    profile or artifact folder (here: a copy of a committed one under another name) is not a
+    committed one."""
+    root, folder = repo
+    original = folder.parent.parent if linked == "profile" else folder
+    elsewhere = tmp_path / "elsewhere" / original.name
+    shutil.copytree(original, elsewhere)
+    link = original.with_name(original.name + "-link")
+    link.symlink_to(elsewhere, target_is_directory=True)
+    code, lines = check(capsys, root)
+    assert code == 0 and lines[-1].endswith(f"; 1 symbolic link(s) to a folder, whose files git never "
+                                            f"commits (first: {link})")
+    code, lines = check(capsys, root, "--committed-only")
+    assert code == 1 and f"pe-book check-results: {link}: a symbolic link to a folder ({elsewhere}); git " \
+                         "commits the link, never the files in it: put the folder itself there" in lines

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from pe_lib.errors import InputError
 from pe_lib.training.pretrain import pretrain
 
 
@@ -91,3 +92,72 @@ def test_trained_model_never_reads_damaged_weights(runner, in_store):
     with pytest.warns(UserWarning, match=r"model\.safetensors fails its sha256 check"):
         model = runner(weights_in_store=in_store).trained_model("ape-learned")
     assert all(torch.equal(expected[k], v) for k, v in model.state_dict().items())
+
+
+def test_a_damaged_checkpoint_pointer_is_named_and_the_intact_checkpoint_resumed(make_config, tmp_path):
+    """One flipped digit in ``checkpoints/latest``: one warning naming it, training resumes from
+    the intact checkpoint (not step 0, whose next save would delete it) and ends as a straight run."""
+    from training.test_pretrain import assert_same_weights, run_cfg, synthetic_data
+
+    config, data, out = make_config("ape-learned"), synthetic_data(), tmp_path / "run"
+    pretrain(config, data, run_cfg(), tmp_path / "straight", progress=False)
+
+    class Interrupt(Exception):
+        pass
+
+    def stop_at_5(step):
+        if step == 5:
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        pretrain(config, data, run_cfg(), out, progress=False, on_step=stop_at_5)
+    pointer = out / "checkpoints" / "latest"
+    pointer.write_text("step-00000005\n")  # the 4 of step-00000004, one bit flipped
+    trained = []
+    warned = (rf"damaged checkpoint pointer {pointer}: it names 'step-00000005', which is no checkpoint "
+              rf"folder; resuming from the newest intact checkpoint {out / 'checkpoints' / 'step-00000004'}")
+    with pytest.warns(UserWarning, match=warned) as caught:
+        pretrain(config, data, run_cfg(), out, progress=False, on_step=trained.append)
+    assert len([w for w in caught if "checkpoint pointer" in str(w.message)]) == 1
+    assert trained == [5, 6]
+    assert_same_weights(tmp_path / "straight", out)
+
+
+def test_a_folder_that_is_no_run_folder_is_refused_and_left_untouched(make_config, tmp_path):
+    """``--out`` of a folder of the user's: nothing in it is deleted (its manifest, a ``.draft.part``)."""
+    from training.test_pretrain import run_cfg, synthetic_data
+
+    out = tmp_path / "mine"
+    (out / "notes").mkdir(parents=True)
+    files = {"manifest.json": "{}", "my": "keep", "notes/.draft.part": "draft"}
+    for name, text in files.items():
+        (out / name).write_text(text)
+    refused = rf"^{out} is not a pretraining run folder: it holds my, notes, which no run writes, and was"
+    with pytest.raises(InputError, match=refused + r" left untouched; give a new or empty folder"):
+        pretrain(make_config("ape-learned"), synthetic_data(), run_cfg(), out, progress=False)
+    assert {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()} == set(files)
+    assert all((out / name).read_text() == text for name, text in files.items())
+
+
+def test_an_out_path_that_is_a_file_is_refused(make_config, tmp_path):
+    from training.test_pretrain import run_cfg, synthetic_data
+
+    (tmp_path / "file").write_text("mine")
+    with pytest.raises(InputError, match=rf"^{tmp_path / 'file'} is a file, not a run folder"):
+        pretrain(make_config("ape-learned"), synthetic_data(), run_cfg(), tmp_path / "file", progress=False)
+    assert (tmp_path / "file").read_text() == "mine"
+
+
+def test_only_the_run_s_own_temporaries_are_removed(make_config, tmp_path):
+    """A killed run's temporaries are removed at the next run; a ``.part`` file of the user's in a
+    run folder's subfolder is not."""
+    from training.test_pretrain import run_cfg, synthetic_data
+
+    out = tmp_path / "run"
+    own = [out / ".result.json.x1y2.part", out / "checkpoints" / ".step-00000002.a1b2.part" / "state.json"]
+    mine = out / "checkpoints" / ".draft.part"
+    for path in (*own, mine):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x")
+    pretrain(make_config("ape-learned"), synthetic_data(), run_cfg(), out, progress=False)
+    assert not any(path.exists() for path in own) and mine.read_text() == "x"

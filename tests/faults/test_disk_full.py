@@ -107,3 +107,24 @@ def test_a_full_disk_while_writing_token_blocks(runner, tmp_path, monkeypatch):
     with pytest.raises(DiskFullError, match=rf"^disk full while writing token blocks {tmp_path}/work/blocks/\w+; "):
         runner().mlm_data()
     assert list((tmp_path / "work" / "blocks").iterdir()) == []
+
+
+def test_a_full_disk_while_downloading_a_source_is_named_not_a_registry_failure(tmp_path, monkeypatch):
+    """pip (and apt-get) say a full disk only in words, on stderr: it is the house's disk-full
+    line, not 'could not get ... by pip' with the advice to go online."""
+    import sys
+
+    from pe_lib.data import sources
+
+    source = sources.Source("toy", "corpus", "toy words", "MIT", "pip", package="toy", version="1.0",
+                            filename="toy-1.0-py3-none-any.whl", sha256="0" * 64, members=("toy/*.txt",))
+    monkeypatch.setitem(sources.SOURCES, "toy", source)
+    monkeypatch.setattr(sources, "_fetch_command", lambda src, dest: [  # as pip: writes, disk full
+        sys.executable, "-c", f"open({str(dest / src.filename)!r}, 'wb').write(b'half'); "
+                              "open('/dev/full', 'wb', buffering=0).write(b'x')"])
+    cache = tmp_path / "cache"
+    with pytest.raises(DiskFullError, match=rf"^disk full while writing the download of source 'toy' "
+                                            rf"{cache}/downloads/toy-1.0-py3-none-any.whl; nothing half"):
+        sources.source_dir("toy", cache)
+    assert list((cache / "tmp").iterdir()) == [] and list((cache / "downloads").iterdir()) == []
+    assert not (cache / "sources" / "toy").exists()

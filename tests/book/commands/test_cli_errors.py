@@ -103,6 +103,8 @@ def test_a_config_with_a_wrongly_typed_value(make_config, capsys, tmp_path):
     ("hidden_dropout_prob", "x", "a number like 0.1"),
     ("hidden_dropout_prob", 1.5, "a probability between 0 and 1 like 0.1"),
     ("position_embedding", 5, "a string like 'ape-learned'"),
+    ("vocab_size", 10**12, "an integer of at most 16,777,216 like 30522"),
+    ("max_position_embeddings", 10**9, "an integer of at most 16,777,216 like 512"),
 ])
 @pytest.mark.parametrize("command", [["properties"], ["finetune", "--task", "sst2", "--model"]])
 def test_a_wrongly_typed_or_impossible_config_value_is_one_line(key, value, expected, command, make_config, capsys, tmp_path):
@@ -341,3 +343,160 @@ def test_an_over_long_out_folder_of_pretrain_is_one_line(tokenizer_dir, capsys, 
                              "--tokenizer", str(tokenizer_dir), "--out", str(tmp_path / ("a" * 300)), "--steps", "1",
                              "--cache", str(tmp_path / "cache")])
     assert line.startswith("pe-book pretrain: error: path too long (File name too long: ")
+
+
+
+# ----------------------------------------------------------------------------- issue 59: silent or misleading
+
+
+def without(folder: Path, name: str) -> None:
+    """Rewrite ``folder``'s model.safetensors without the parameter ``name``."""
+    from safetensors.torch import load_file, save_file
+
+    weights = {key: value for key, value in load_file(folder / "model.safetensors").items() if key != name}
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+
+
+def model_folder(make_config, tmp_path, **config) -> Path:
+    """A saved 2-layer ape-learned model whose config.json then gets the values ``config``."""
+    folder = tmp_path / "model"
+    PEBertForMaskedLM(make_config("ape-learned")).save_pretrained(folder)
+    saved = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**saved, **config}))
+    return folder
+
+
+def model_command(command: str, folder: Path, tmp_path) -> list[str]:
+    return (["properties", str(folder)] if command == "properties"
+            else ["finetune", "--model", str(folder), "--task", "sst2", "--cache", str(tmp_path / "cache")])
+
+
+@pytest.mark.parametrize("command", ["properties", "finetune"])
+def test_weights_without_their_position_table_are_one_line_naming_it(command, make_config, capsys, tmp_path):
+    folder = model_folder(make_config, tmp_path)
+    without(folder, "bert.embeddings.position.weight")
+    line = one_line(capsys, model_command(command, folder, tmp_path))
+    assert line.startswith(f"pe-book {command}: error: cannot load the model weights of {folder}: its "
+                           "weights lack bert.embeddings.position.weight, which would be random")
+
+
+@pytest.mark.parametrize("command", ["properties", "finetune"])
+def test_weights_of_another_variant_are_one_line_naming_the_parameter(command, make_config, capsys, tmp_path):
+    folder = model_folder(make_config, tmp_path, position_embedding="none")  # its weights: a position table
+    line = one_line(capsys, model_command(command, folder, tmp_path))
+    assert (f"cannot load the model weights of {folder}: its weights hold bert.embeddings.position.weight, "
+            "which a none model has no place for") in line
+
+
+@pytest.mark.parametrize("command", ["properties", "finetune"])
+def test_a_config_of_another_shape_than_its_weights_is_one_line(command, make_config, capsys, tmp_path):
+    folder = model_folder(make_config, tmp_path, intermediate_size=128)
+    line = one_line(capsys, model_command(command, folder, tmp_path))
+    assert (f"cannot load the model weights of {folder}: bert.layers.0.ffn_in.bias is (64,) in its weights "
+            "and (128,) by its config.json (6 parameter(s) differ)") in line
+
+
+def test_a_config_file_for_a_model_folder_is_one_line(make_config, capsys, tmp_path):
+    config = model_folder(make_config, tmp_path) / "config.json"
+    line = one_line(capsys, ["properties", str(config)])
+    assert line.startswith(f"pe-book properties: error: {config} is a file; expected a model folder")
+
+
+@pytest.mark.parametrize("command", ["pretrain", "finetune"])
+def test_an_empty_tokenizer_folder_is_one_line_naming_the_files_expected(command, capsys, tmp_path):
+    (tmp_path / "empty").mkdir()
+    argv = (["pretrain", "--variant", "ape-learned"] if command == "pretrain"
+            else ["finetune", "--model", str(tmp_path), "--task", "sst2"])
+    line = one_line(capsys, [*argv, "--tokenizer", str(tmp_path / "empty")], status=2)
+    assert line.startswith(f"pe-book {command}: error: argument --tokenizer: {tmp_path / 'empty'} holds no "
+                           "tokenizer: expected tokenizer.json or vocab.txt in it")
+
+
+def pretrain_argv(tmp_path, tokenizer_dir, corpus: Path, out: Path) -> list[str]:
+    """A 2-step pretraining of the corpus file ``corpus`` into ``out``."""
+    return ["pretrain", "--variant", "ape-learned", "--corpus-file", str(corpus), "--tokenizer",
+            str(tokenizer_dir), "--out", str(out), "--cache", str(tmp_path / "cache"), "--steps", "2",
+            "--batch-size", "2", "--no-progress"]
+
+
+def contents(path: Path) -> dict[str, str]:
+    """Every file under ``path`` (or ``path`` itself) with its text."""
+    files = [p for p in path.rglob("*") if p.is_file()] if path.is_dir() else [path]
+    return {str(p): p.read_text() for p in files}
+
+
+@pytest.mark.parametrize("out, says", [
+    ("file", "is a file, not a run folder"),
+    ("folder of the user's", "is not a pretraining run folder: it holds notes"),
+])
+def test_an_out_that_is_no_run_folder_is_one_line_and_left_untouched(out, says, tokenizer_dir, capsys,
+                                                                     tmp_path):
+    target = tmp_path / "out"
+    if out == "file":
+        target.write_text("mine")
+    else:
+        (target / "notes").mkdir(parents=True)
+        (target / "notes" / ".draft.part").write_text("mine")
+        (target / "manifest.json").write_text("{}")
+    before = contents(target)
+    line = one_line(capsys, pretrain_argv(tmp_path, tokenizer_dir, corpus_file(tmp_path, 120), target))
+    assert line.startswith(f"pe-book pretrain: error: {target} {says}")
+    assert contents(target) == before
+
+
+def test_a_corpus_file_that_is_not_utf8_is_one_line_naming_the_offset(tokenizer_dir, capsys, tmp_path):
+    corpus = corpus_file(tmp_path, 120)
+    corpus.write_bytes(b"good film\xe9" + corpus.read_bytes())  # a latin-1 e acute
+    line = one_line(capsys, pretrain_argv(tmp_path, tokenizer_dir, corpus, tmp_path / "run"))
+    assert line.startswith(f"pe-book pretrain: error: {corpus} is not UTF-8 text: byte 0xe9 at offset 9 ")
+
+
+def heatmap_argv(model: Path, heatmap: Path) -> list[str]:
+    return ["properties", str(model), "--length", "5", "--heatmap", str(heatmap)]
+
+
+def test_a_heatmap_in_a_read_only_folder_is_one_line(ape_model, read_only, capsys):
+    line = one_line(capsys, heatmap_argv(ape_model, read_only / "h.png"))
+    assert line.startswith(f"pe-book properties: error: {read_only} cannot be written (")
+    assert list(read_only.iterdir()) == []
+
+
+def test_a_heatmap_on_a_full_disk_is_one_line(ape_model, capsys, tmp_path, monkeypatch):
+    import errno
+
+    import pe_lib.io
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(pe_lib.io.os, "fsync", full)
+    line = one_line(capsys, heatmap_argv(ape_model, tmp_path / "h.png"))
+    assert line.startswith(f"pe-book properties: error: disk full while writing heatmap "
+                           f"{tmp_path / 'h.png'}; nothing half-written was kept")
+    assert not (tmp_path / "h.png").exists() and list(tmp_path.glob(".h.png*")) == []
+
+
+@pytest.mark.parametrize("argv, status, says", [
+    (["--variants", "rpe-learned+untie-cls+untie-cls"], 1,
+     "error: 'rpe-learned+untie-cls+untie-cls' names 'untie-cls' more than once; name each part of a variant "
+     "once"),
+    (["--variants", "ape-sin+rpe-learned", "rpe-learned+ape-sin"], 2,
+     "error: argument --variants: ape-sin+rpe-learned is named more than once (ape-sin+rpe-learned, "
+     "rpe-learned+ape-sin); name each once"),
+    (["--tasks", "cola", "sst2", "cola"], 2,
+     "error: argument --tasks: cola is named more than once (cola, cola)"),
+])
+def test_a_variant_or_task_named_twice_is_one_line(argv, status, says, folders, capsys):
+    line = one_line(capsys, ["run", "--dry-run", *argv, *folders], status=status)
+    assert line.startswith(f"pe-book run: {says}")
+
+
+@pytest.mark.parametrize("assignment, says", [
+    ("pretrain.lr=nan", "PretrainConfig.lr must be a finite number above 0, got nan"),
+    ("model.hidden_size=0", "model.hidden_size is 0, expected an integer of at least 1 like 768"),
+    ("model.num_attention_heads=3", "hidden_size 64 is not a multiple of num_attention_heads 3: "
+                                    "num_attention_heads must divide 64"),
+])
+def test_a_set_value_the_model_or_optimiser_would_fail_on_is_one_line(assignment, says, folders, capsys):
+    line = one_line(capsys, ["run", "--dry-run", "--set", assignment, *folders])
+    assert line.startswith(f"pe-book run: error: --set {assignment}: {says}")

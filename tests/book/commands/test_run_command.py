@@ -68,3 +68,14 @@ def test_pretrain_saves_a_folder_that_fill_mask_loads(tmp_path, tokenizer_dir):
     fill = pipeline("fill-mask", model=str(out / "model"))
     guesses = fill("the film was [MASK]")
     assert len(guesses) == 5 and all(g["sequence"].startswith("the film was") for g in guesses)
+
+
+@pytest.mark.parametrize("work", [".", "smoke"], ids=["same-folder", "inside-the-store"])
+def test_results_and_work_in_one_folder_are_refused_in_one_line(work, capsys, tmp_path):
+    """The store would take the work folder's run (its ``model/``) for an orphaned artifact."""
+    folders = ["--results", str(tmp_path), "--work", str(tmp_path / work), "--cache", str(tmp_path / "c")]
+    line = one_line(capsys, ["run", "--profile", "smoke", "--dry-run", "--check", *folders])
+    runs = tmp_path / work / "smoke" if work == "." else tmp_path / "smoke" / "smoke"
+    assert (f"pe-book run: error: the artifact store {tmp_path / 'smoke'} and the work folder's runs {runs} "
+            "overlap: use separate folders for the results and the work (--results, --work)") in line
+    assert not (tmp_path / "c").exists()  # refused before any data is read

@@ -9,8 +9,8 @@ from pe_lib.errors import InputError
 
 def test_paths_reach_profile_config_and_dict_fields():
     p = with_overrides(GPU, ["pretrain.steps=2", "pretrain.activation_checkpointing=true", "finetune.lr=1e-3",
-                             "model.hidden_size=32", "seq_len=64", "tasks=cola,sst2", "seeds=0", "task_max_train=none",
-                             "probe.length=16", "model.layer_norm=pre"])
+                             "model.hidden_size=32", "model.num_attention_heads=4", "seq_len=64", "tasks=cola,sst2",
+                             "seeds=0", "task_max_train=none", "probe.length=16", "model.layer_norm=pre"])
     assert p.pretrain.steps == 2 and p.pretrain.activation_checkpointing is True and p.finetune.lr == 1e-3
     assert p.model["hidden_size"] == 32 and p.model["num_hidden_layers"] == 12 and p.model["layer_norm"] == "pre"
     assert (p.seq_len, p.tasks, p.seeds, p.task_max_train, p.probe["length"]) == (64, ("cola", "sst2"), (0,), None, 16)

@@ -312,7 +312,8 @@ def test_a_task_fingerprint_is_kept_for_its_prepared_files_and_read_without_load
 
 def test_a_task_made_in_memory_keeps_no_fingerprint(runner):
     runner.task_fingerprint("sst2")
-    assert runner.task("sst2").folder is None and not (runner.cache_dir / "fingerprints").exists()
+    assert runner.task("sst2").folder is None
+    assert not (runner.cache_dir / runner_module.KEPT_FINGERPRINTS).exists()
 
 
 def test_verify_recomputes_a_variant_identically_and_prints_each_difference(runner, profile, tmp_path):
