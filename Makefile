@@ -65,7 +65,7 @@ verify-results: $(STAMP)
 # Opens every page of the built book in headless Chromium (Debian's chromium + chromium-driver, or Chrome).
 check-book: $(STAMP) chromium
 	test -f book/_build/html/index.html || $(MAKE) book
-	$(PY) -m pe_book.book_check
+	$(PY) -m pe_book check-book
 
 # A browser of pe_book.book_check.BROWSER on PATH, else Debian's (through sudo where not root).
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
@@ -84,7 +84,7 @@ colab: $(STAMP)
 	$(PY) -m pe_book.cli publish colab --commit $(COMMIT) --out $(COLAB_DIR) --profile $(PROFILE)
 
 bench: $(STAMP)
-	$(OFFLINE) $(PY) -m pe_book.bench --json results/bench.json
+	$(OFFLINE) $(PY) -m pe_book bench --json results/bench.json
 
 # Pretraining speed of the cpu profile's model, HEAD against BASE (default: issue 37's base), side by side.
 bench-pretrain: $(STAMP)

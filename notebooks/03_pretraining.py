@@ -40,6 +40,7 @@ import numpy as np
 
 from pe_book import notebook, plateau
 from pe_book.chapters import common, pretraining
+from pe_book.chapters.escapes import margin_text
 
 notebook.record_names(globals())
 
@@ -244,7 +245,7 @@ def trend_text(found):
     runs = "; ".join(f"{v} (seed {p}) " + (f"left it at step {s:,}" if s is not None else f"did not leave it within {b:,} steps")
                      for (v, p), s, b in zip(rows.index, rows["escape"], rows["budget"]))
     return (f"The last panel shows profile {trend_profile}'s runs of {c['trend_budget']:,} steps over the plateau of "
-            f"its own none, whose margin is {pretraining.margin_text(found.none_plateau)}: {runs}.")
+            f"its own none, whose margin is {margin_text(found.none_plateau)}: {runs}.")
 
 
 notebook.glue("trend_plateau_text", trend_text(result.trend))

@@ -130,9 +130,9 @@ plt.close(fig)
 # on which no variant's mean beats the best constant: {glue:text}`at_chance`; on which none beats
 # the bag of words: {glue:text}`below_bow` ({ref}`findings` decides, with the spread over seeds,
 # which claims a task at chance leaves undecidable). Fully
-# learnable APE ranks {glue:text}`ape_learned_rank` on average; the best single position
-# embedding is {glue:text}`best_single`, the best combination {glue:text}`best_combination`
-# (the paper: fully learnable APE, and fully learnable APE + learnable sinusoidal RPE). Best per
+# learnable APE ranks {glue:text}`ape_learned_rank` on average;
+# {glue:text}`best_single_and_combination` (the paper: fully learnable APE, and fully learnable
+# APE + learnable sinusoidal RPE). Best per
 # task: {glue:text}`per_task_best`. Whether the differences exceed the spread over seeds, claim by
 # claim, is decided in {ref}`findings`.
 #

@@ -43,8 +43,9 @@ from IPython.display import display
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import notebook, stats, tables
-from pe_book.chapters import common, findings, trend
+from pe_book import notebook, tables
+from pe_book.chapters import common, findings, paper_verdicts, trend
+from pe_book.verdicts import intervals
 
 notebook.record_names(globals())
 
@@ -84,8 +85,8 @@ common.data_used(params, runner, runner.profile.tasks)
 # comparison behind it, follow below.
 
 # %% tags=["hide-input"]
-(findings.narrow_verdicts(result.verdicts).style.hide(axis="index")
- .set_properties(subset=[findings.NARROW_COLUMNS["claim"]], **{"text-align": "left"})
+(paper_verdicts.narrow_verdicts(result.verdicts).style.hide(axis="index")
+ .set_properties(subset=[paper_verdicts.NARROW_COLUMNS["claim"]], **{"text-align": "left"})
  .set_table_attributes('class="dataframe"'))
 
 # %% [markdown]
@@ -154,7 +155,7 @@ plt.close(fig)
 # cloze tasks) is a cheap model that uses positions, not an order-free baseline: it never gates,
 # and the table shows it as a "reference", with where the best variant's interval stands against
 # it ("above", "below" or "within the interval"; the table below shows it). Verdicts rest only on testable columns
-# (`pe_book.testability` holds the rule, and chapter {ref}`cls-untying` passes the same gate):
+# (`pe_book.verdicts.testability` holds the rule, and chapter {ref}`cls-untying` passes the same gate):
 # {glue:text}`testable_text`.
 
 # %% tags=["hide-input"]
@@ -194,7 +195,7 @@ against = result.against_baselines
 # %% [markdown]
 # ## The paper's claims, one by one
 #
-# **The rule** (`pe_book.stats`, whose docstring has the details). Each claim about
+# **The rule** (`pe_book.verdicts`, whose docstring has the details). Each claim about
 # scores is reduced to comparisons "variant A scores higher than variant B on a column" (a task
 # or an average) and a quantifier.
 #
@@ -328,7 +329,7 @@ COUNTED = {"quantifier": "quantifier", "comparisons": "n", "in claimed direction
 # The rule's error rates are measured, not assumed. For each claim, {glue:text}`n_runs` runs are
 # simulated with this run's design (its variants, pretraining and fine-tuning seeds) and the
 # variance components estimated above on the claim's testable columns, and each simulated run
-# is judged by the same code as the real one (`pe_book.stats.operating_characteristics`). With no
+# is judged by the same code as the real one (`pe_book.verdicts.power.operating_characteristics`). With no
 # true difference between any variants, every verdict is wrong ("false verdicts"); with every
 # comparison of the claim truly holding by a planted effect, "power" is the share of runs in which
 # the claim is supported and "contradicted" the share in which it is wrongly contradicted. The
@@ -413,11 +414,12 @@ if trended is not None:
 # The comparisons behind each verdict, one table a claim: the effect (expected higher minus
 # expected lower, percentage points) with its Bonferroni interval (the column's heading gives its
 # level), Holm's corrected p within the claim (which decides), the outcome, the MDE, and where the
-# variance came from.
+# variance came from. Every score they come from, one row a value (variant, seeds, budget, task,
+# split, metric, key), is the table {download}`scores.csv <_static/scores.csv>` (`pe-book export`).
 
 # %% tags=["hide-input", "hide-output"]
 for claim_id, rows in common.with_intervals(result.details, "low", "high").groupby("claim id", sort=False):
-    level = stats.interval_label(rows["level"].iloc[0], rows["over"].iloc[0])
+    level = intervals.interval_label(rows["level"].iloc[0], rows["over"].iloc[0])
     display(rows.drop(columns=["claim id", "p", "level", "over"])
             .rename(columns={"expected higher": "higher", "expected lower": "lower", "interval": level})
             .style.format({"difference": "{:+.2f}", "p (Holm)": "{:.3f}", "MDE": "{:.1f}"}, na_rep="n/a")

@@ -17,7 +17,7 @@
 # # Performance
 #
 # The scientific reach of the cpu profile is bounded by how many tokens a 2-core CPU pushes through
-# pretraining. This chapter reports the project's benchmark (`make bench`, `python -m pe_book.bench`),
+# pretraining. This chapter reports the project's benchmark (`make bench`, `pe-book bench`),
 # whose every figure is a ratio of measurements taken side by side in one run, on one machine:
 # pe_lib's training step against HuggingFace's `BertForMaskedLM` with the same configuration, every
 # position embedding against `ape-learned`, the relative-attention term against the naive
@@ -39,7 +39,7 @@ notebook.record_names(globals())
 # ## Parameters
 
 # %% tags=["parameters"]
-bench_json: str = "results/bench.json"  # output of `make bench` (python -m pe_book.bench --json ...)
+bench_json: str = "results/bench.json"  # output of `make bench` (pe-book bench --json ...)
 
 # %% tags=["hide-input"]
 params = notebook.check_notebook_parameters(globals())

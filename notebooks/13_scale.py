@@ -39,8 +39,9 @@ import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import notebook, plots, stats
-from pe_book.chapters import common, scale, trend
+from pe_book import notebook, plots
+from pe_book.chapters import common, scale, scale_text, trend
+from pe_book.verdicts import intervals
 
 notebook.record_names(globals())
 
@@ -80,13 +81,6 @@ study = scale.compute(runner, variants, tasks, cpu=cpu_runner)
 notebook.glue("profile_name", profile)
 notebook.glue_all(study.cited)
 common.data_used(params, runner, study.tasks)
-
-
-def million_tokens(tokens):
-    """A budget in words: "4.1 million tokens"."""
-    return f"{tokens / 1e6:.1f} million tokens"
-
-
 notebook.glue("budgets", ", ".join(f"{t:,}" for t in study.budget_tokens))
 
 # %% [markdown]
@@ -157,22 +151,9 @@ recipes = common.yes_no_columns(screened[["run", *scale.SCREEN_SETTINGS.values()
 # The table gives each run's test score (the mean of the task's metrics, in percent).
 
 # %% tags=["hide-input"]
-def styled_screen(runs):
-    """A fine-tuning screen's table: examples as counts, scores to one decimal, a dash where a run is missing."""
-    table = scale.finetune_screen_table(runs)
-    return (table.style.format({c: "{:,.0f}" if c[1] == "training examples" else "{:.1f}" for c in table.columns},
-                               na_rep="—").set_table_attributes('class="dataframe"'))
-
-
-def best_runs(runs):
-    """A fine-tuning screen's best test score on each task, in words: "sst2 78.9 with 10,000 examples; ..."."""
-    return "; ".join(f"{r.task} {r.test:.1f} with {r['training examples']:,} examples"
-                     for _, r in scale.best_per_task(runs).iterrows())
-
-
 first_screen = scale.finetune_screen(finetune_screen)
-notebook.glue("screen_best", best_runs(first_screen))
-styled_screen(first_screen)
+notebook.glue("screen_best", scale_text.best_runs(first_screen))
+scale_text.styled_screen(first_screen)
 
 # %% [markdown]
 # No recipe on 1,500 examples lifts the models much above chance; all the examples do (best:
@@ -190,8 +171,8 @@ styled_screen(first_screen)
 
 # %% tags=["hide-input"]
 screen_cpu = scale.cpu_finetune_screen(finetune_screen_cpu, runner, cpu_runner.profile.pretrain.steps)
-notebook.glue("screen_cpu_best", best_runs(screen_cpu))
-styled_screen(screen_cpu)
+notebook.glue("screen_cpu_best", scale_text.best_runs(screen_cpu))
+scale_text.styled_screen(screen_cpu)
 
 # %% [markdown]
 # Two epochs over 4,000 examples leave both models near the best constant predictor on sst2 and
@@ -207,8 +188,8 @@ styled_screen(screen_cpu)
 
 # %% tags=["hide-input"]
 screen_epochs = scale.epochs_screen(finetune_screen_epochs, cpu_runner)
-notebook.glue("screen_epochs_best", best_runs(screen_epochs))
-styled_screen(screen_epochs)
+notebook.glue("screen_epochs_best", scale_text.best_runs(screen_epochs))
+scale_text.styled_screen(screen_epochs)
 
 # %% [markdown]
 # More epochs move the absolute PEs off the constant on cola (best: {glue:text}`screen_epochs_best`;
@@ -290,24 +271,9 @@ plt.close(fig)
 # ## The criteria at each budget
 
 # %% tags=["hide-input"]
-def verdict(value):
-    """A criterion's cell: pass, fail, or (None) not decidable."""
-    return {True: "pass", False: "fail", None: "not decidable"}[value]
-
-
-def shown_criteria(criteria):
-    """The criteria at each budget (tokens; steps are tokens over the tokens of a step), as shown."""
-    shown = criteria.drop(columns="steps").assign(**{key: criteria[key].map(verdict) for key in ("a", "b", "c")})
-    return (shown.style.format({"tokens": "{:,.0f}", "loss_gap": "{:+.3f}", "a_null_rate": "{:.3f}", "monotonicity": "{:+.3f}",
-                                "monotonicity_local": "{:+.3f}", "best_classification": "{:.1f}",
-                                "minus_bag_of_words": "{:+.1f}"}, na_rep="—")
-            .relabel_index([scale.LABELS.get(c, c) for c in shown.columns], axis="columns")
-            .hide(axis="index").set_table_attributes('class="dataframe"'))
-
-
 smallest = study.smallest_budget
-notebook.glue("smallest_budget", "none of the stored budgets" if smallest is None else million_tokens(smallest))
-shown_criteria(study.criteria)
+notebook.glue("smallest_budget", "none of the stored budgets" if smallest is None else scale_text.million_tokens(smallest))
+scale_text.shown_criteria(study.criteria)
 
 # %% [markdown]
 # One row per kept budget. (a) passes when every `ape-learned` seed's loss is below every `none`
@@ -336,106 +302,25 @@ shown_criteria(study.criteria)
 # {glue:text}`cpu_affordable`.
 
 # %% tags=["hide-input"]
-def affordable_text(row):
-    """The largest budget whose priced part fits the hours (a row of study.cpu_costs, or None), in words."""
-    if row is None:
-        return f"none of the budgets fits {scale.CPU_HOURS:g} hours"
-    hours, unpriced = row["total (h)"], int(row["without a measured rate"])
-    cost = (f"{hours:.1f} hours" if hours >= 0.05 else "under 0.1 hours" if hours > 0
-            else "nothing with a measured rate left to compute")
-    if unpriced:
-        cost += f", plus {common.plural(unpriced, 'artifact')} whose cost has no measured rate"
-    return f"{int(row['tokens']):,} tokens ({int(row['steps']):,} steps): {cost}"
-
-
-notebook.glue("cpu_affordable", affordable_text(scale.largest_affordable(study.cpu_costs)))
+notebook.glue("cpu_affordable", scale_text.affordable_text(scale.largest_affordable(study.cpu_costs)))
 study.cpu_costs.style.format({"tokens": "{:,.0f}", "pretraining (h)": "{:.1f}", "fine-tuning (h)": "{:.1f}",
                               "total (h)": "{:.1f}"}).hide(axis="index").set_table_attributes('class="dataframe"')
 
 # %% tags=["hide-cell"]
-def change_text(change):
-    """One fine-tuning setting the cpu profile changes on a task: "epochs 10 against the study's 2"."""
-    return f"{change.setting} {change.cpu} against the study's {change.study}"
-
-
-def caps_text(caps):
-    """Caps on training examples (cap -> tasks): "4,000 for cola, sst2 and all for squad"."""
-    return " and ".join(f"{'all' if cap is None else f'{cap:,}'} for {', '.join(tasks)}" for cap, tasks in caps.items())
-
-
-def departures_text(departures):
-    """How the cpu profile trains unlike the study apart from its length (scale.Departures), in words."""
-    parts = list(departures.settings)
-    if departures.finetuning:
-        parts.append("fine-tuning of " + "; ".join(f"{task} ({', '.join(map(change_text, changes))})"
-                                                    for task, changes in departures.finetuning.items()))
-    if departures.precision:
-        p = departures.precision
-        ran = f", which ran in {p.study_ran_in}" if p.study_ran_in else ""
-        parts.append(f"precision ({p.pretraining} for pretraining, {p.finetuning} for fine-tuning, "
-                     f"against the study's {p.study}{ran})")
-    if departures.caps:
-        cpu_caps, study_caps = departures.caps
-        parts.append(f"training examples (at most {caps_text(cpu_caps)}, against the study's {caps_text(study_caps)})")
-    return "; ".join(parts) or "none"
-
-
-def standing_text(tokens, smallest):
-    """Where a budget stands against the study's smallest budget at which all three criteria hold."""
-    if smallest is None:
-        return "no stored budget of the study meets all three criteria"
-    if tokens == smallest:
-        return "the smallest budget of the study at which all three criteria hold"
-    side = "below" if tokens < smallest else "above"
-    return f"{side} the smallest budget of the study at which all three criteria hold ({million_tokens(smallest)})"
-
-
-def below_text(unmet):
-    """The criteria that do not hold at each smaller budget of the study (tokens -> criteria), in words."""
-    if not unmet:
-        return "the study stores no smaller budget"
-    return "; ".join(f"at {million_tokens(tokens)} "
-                     + (f"it fails or cannot decide {', '.join(f'({k})' for k in keys)}" if keys else "all three hold")
-                     for tokens, keys in unmet.items())
-
-
-def spending_text(s):
-    """What the cpu profile's run has cost and what the rest will (scale.Spending), in words."""
-    against = f"{'within' if s.total_hours <= scale.CPU_HOURS else 'over'} the {scale.CPU_HOURS:g} hours asked"
-    if s.stored == s.planned:
-        return f"{s.spent_hours:.1f} hours for all {s.stored} artifacts (the sum of their recorded wall times), {against}"
-    unpriced = f", and {s.unpriced} artifacts have no measured rate yet" if s.unpriced else ""
-    return (f"{s.spent_hours:.1f} hours for the {s.stored} of {s.planned} artifacts stored; the other "
-            f"{s.planned - s.stored} are estimated at {s.rest_hours:.1f} hours (at the rates its own artifacts "
-            f"measured, the study's where it has none yet){unpriced}: {s.total_hours:.1f} hours in all, {against}")
-
-
-def shared_text(shared):
-    """The models the study and the cpu profile both hold at its budget (scale.SharedModels), in words."""
-    if shared is None:
-        return "no model of the cpu profile is stored yet"
-    taken = f" ({shared.taken} more the study took from the cpu profile)" if shared.taken else ""
-    if not shared.trained_twice:
-        return ("the study and the cpu profile trained no model twice at this budget yet" + taken if shared.taken
-                else "the study and the cpu profile share no stored model at this budget yet")
-    gap = "" if shared.same_loss == shared.trained_twice else f"; the largest difference is {shared.largest_gap:.2e} nats"
-    return (f"{shared.same_loss} of the {shared.trained_twice} models that both trained (same variant and pretraining "
-            f"seed) have the same validation loss to the last bit{gap}{taken}")
-
-
 choice = study.cpu_choice
 notebook.glue("cpu_name", cpu_runner.profile.name)
-notebook.glue("cpu_tokens", f"{million_tokens(choice.tokens)} ({choice.steps:,} steps)")
-notebook.glue("cpu_standing", standing_text(choice.tokens, study.smallest_budget))
-notebook.glue("cpu_recipe", departures_text(choice.departures))
+notebook.glue("cpu_tokens", f"{scale_text.million_tokens(choice.tokens)} ({choice.steps:,} steps)")
+notebook.glue("cpu_standing", scale_text.standing_text(choice.tokens, study.smallest_budget))
+notebook.glue("cpu_recipe", scale_text.departures_text(choice.departures))
 notebook.glue("cpu_seeds", common.seed_design(cpu_runner.profile, list(cpu_runner.profile.variants)))
 for key in ("a", "b", "c"):
     notebook.glue(f"cpu_study_{key}", "not a budget the study stores" if choice.study_verdicts is None
-              else verdict(choice.study_verdicts[key]))
-    notebook.glue(f"cpu_own_{key}", "nothing stored yet" if choice.own_verdicts is None else verdict(choice.own_verdicts[key]))
-notebook.glue("cpu_spending", spending_text(study.cpu_spending))
-notebook.glue("cpu_below", below_text(choice.unmet_below))
-notebook.glue("cpu_shared", shared_text(choice.shared))
+                  else scale_text.criterion_verdict(choice.study_verdicts[key]))
+    notebook.glue(f"cpu_own_{key}", "nothing stored yet" if choice.own_verdicts is None
+                  else scale_text.criterion_verdict(choice.own_verdicts[key]))
+notebook.glue("cpu_spending", scale_text.spending_text(study.cpu_spending))
+notebook.glue("cpu_below", scale_text.below_text(choice.unmet_below))
+notebook.glue("cpu_shared", scale_text.shared_text(choice.shared))
 
 # %% [markdown]
 # ## The cpu profile's budget
@@ -469,25 +354,12 @@ notebook.glue("cpu_shared", shared_text(choice.shared))
 # sessions: {glue:text}`cpu_shared`.
 
 # %% tags=["hide-input"]
-shown_criteria(study.cpu_criteria)
+scale_text.shown_criteria(study.cpu_criteria)
 
 # %% tags=["hide-cell"]
 trended = trend.read(trend_profile, trend_reference, results, alpha)
-
-
-def trend_status(t):
-    """What the trend's runs hold, in words (t: a trend.Trend, or None when the book leaves it out)."""
-    if t is None:
-        return ("not part of this book (the parameter `trend_profile` is empty; the cpu book sets it to the "
-                "profile `trend`)")
-    reference = (f"each run's variance is borrowed from profile {t.cited['trend_reference']}"
-                 if t.cited["trend_reference"] != "none" else "no profile lends a variance, so no interval is drawn")
-    return (f"profile {trend_profile} holds {t.cited['trend_runs']} of its {t.cited['trend_planned']} fine-tunings "
-            f"({t.cited['trend_variants']}; budgets {t.cited['trend_budgets']} tokens); {reference}")
-
-
-notebook.glue("trend_status", trend_status(trended))
-notebook.glue("trend_interval", stats.interval_label(1 - alpha))  # the level of each pointwise interval
+notebook.glue("trend_status", scale_text.trend_status(trended, trend_profile))
+notebook.glue("trend_interval", intervals.interval_label(1 - alpha))  # the level of each pointwise interval
 if trended is None:
     fig, ax = plt.subplots(figsize=(6, 1.2))
     ax.set_axis_off()

@@ -27,15 +27,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pe_book.notebook import ParameterError, check_parameters, declared_parameters
+from pe_book.notebook import (BOOK_DIR, NOTEBOOKS_DIR, ROOT, ParameterError, check_parameters, declared_parameters,
+                              glued_values, notebook_paths, with_defaults)
 from pe_lib.errors import DiskFullError, PeLibError
 from pe_lib.io import atomic_write_text, explain_disk_full, remove_dead_temporaries
 
 #: Per-profile parameter overrides, per notebook (file stem); the chapters themselves are the
 #: notebooks/ folder, each listed in _toc.yml (checked by every build). A notebook's own defaults are the
-#: smoke profile's values, so ``papermill book/X.ipynb out.ipynb -p seed 1`` reruns a smoke-built
-#: chapter with only ``seed`` changed (papermill replaces the injected cell, so overrides of
-#: another profile must be passed again).
+#: smoke profile's values; a build writes a profile's values into the executed chapter's parameters
+#: cell as its defaults (:func:`execute_notebook`), so ``papermill book/X.ipynb out.ipynb -p seed 1``
+#: reruns a built chapter with only ``seed`` changed (papermill replaces the injected cell only).
 BOOK_PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     "smoke": {},  # every notebook's own defaults are the smoke profile's
     "cpu": {
@@ -63,10 +64,10 @@ BOOK_PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     },
 }
 
-ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS_DIR = "notebooks"
-BOOK_DIR = "book"
 KERNEL_NAME = "python3"
+#: The built profile's score table (``pe-book export``'s CSV), written beside the book by every
+#: HTML build; the findings chapter links it for download (``{download}`` relative to ``book/``).
+SCORE_TABLE = f"{BOOK_DIR}/_static/scores.csv"
 
 
 # ----------------------------------------------------------------------------- building
@@ -74,10 +75,6 @@ KERNEL_NAME = "python3"
 
 class BookError(PeLibError, RuntimeError):
     """A one-line reason why the book could not be built."""
-
-
-def notebook_paths(root: Path = ROOT) -> list[Path]:
-    return sorted((root / NOTEBOOKS_DIR).glob("[0-9]*.py"))
 
 
 def chapter_parameters(profile: str, root: Path = ROOT) -> dict[Path, dict[str, Any]]:
@@ -158,7 +155,8 @@ def execute_notebook(path: Path, parameters: dict[str, Any], root: Path = ROOT) 
     Raises :class:`BookError` with one line naming the notebook and the failing cell, and a
     :class:`~pe_lib.errors.DiskFullError` naming the notebook when the disk is full. What a killed
     build of the same notebook left (``book/.tmp-X-<pid>.ipynb`` of a process that is gone) is
-    deleted first.
+    deleted first. The ``parameters`` but ``compute`` are the defaults of the executed notebook's
+    parameters cell (:func:`_with_published_defaults`).
     """
     import jupytext
     import nbformat
@@ -169,6 +167,7 @@ def execute_notebook(path: Path, parameters: dict[str, Any], root: Path = ROOT) 
         check_parameters(parameters, declared_parameters(nb))
     except ParameterError as exc:
         raise BookError(f"{name}: {exc}") from None
+    _with_published_defaults(nb, parameters)
     nb.metadata.pop("jupytext", None)
     nb.metadata["kernelspec"] = {"name": KERNEL_NAME, "display_name": "Python 3", "language": "python"}
     book = root / BOOK_DIR
@@ -187,6 +186,17 @@ def execute_notebook(path: Path, parameters: dict[str, Any], root: Path = ROOT) 
     finally:
         tmp.unlink(missing_ok=True)
     return target
+
+
+def _with_published_defaults(nb, parameters: dict[str, Any]) -> None:
+    """Write a chapter's ``parameters`` into its ``parameters`` cell as the defaults
+    (:func:`pe_book.notebook.with_defaults`): a papermill rerun replaces the injected cell, and keeps
+    the page's profile, trend runs and every other value it does not override. ``compute`` stays
+    the notebook's own default (False): a rerun never trains unless asked."""
+    from pe_book.chapters.common import COMPUTE
+
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    cell.source = with_defaults(cell.source, {k: v for k, v in parameters.items() if k != COMPUTE})
 
 
 def _papermill(path: Path, nb, tmp: Path, parameters: dict[str, Any], root: Path):
@@ -279,7 +289,8 @@ PAGE_NAME = re.compile(r"\w[\w.-]*")
 def build_page(notebook: Path, root: Path = ROOT) -> Path:
     """One executed notebook (a papermill rerun of a chapter) as a standalone HTML page with the
     book's configuration: glued values filled in, figures as in the book, its citations with a list
-    of references at its end, nothing executed again; references to other chapters stay plain text.
+    of references at its end, nothing executed again; references to other chapters link into the
+    published book (:func:`_link_other_chapters`).
     Return the page's path (``book/_build/pages/<name>/_build/_page/<name>/html/<name>.html``, named
     after the notebook's file, :data:`PAGE_NAME`: nothing outside ``pages/<name>`` is deleted)."""
     import subprocess
@@ -332,6 +343,7 @@ def _write_page_sources(notebook: Path, content: dict, work: Path, root: Path) -
 
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
+    _link_other_chapters(content, root)
     references = "## References\n\n```{bibliography}\n:filter: docname in docnames\n```"  # its citations
     content["cells"].append({"cell_type": "markdown", "id": "page-references", "metadata": {},
                              "source": references})
@@ -343,12 +355,29 @@ def _write_page_sources(notebook: Path, content: dict, work: Path, root: Path) -
     (work / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
 
 
+def _link_other_chapters(content: dict, root: Path) -> None:
+    """In the text cells of an executed notebook's ``content``, each reference to another chapter
+    (or its figure) as a link into the published book (:func:`pe_book.publish.link_references`);
+    a single page has no other chapters to resolve it against."""
+    from pe_book.publish import chapter_labels, link_references, pages_url, repository_url
+
+    text = [c for c in content["cells"] if c.get("cell_type") == "markdown"]
+    for cell in text:
+        if isinstance(cell.get("source"), list):
+            cell["source"] = "".join(cell["source"])
+    targets = re.findall(r"^\(([\w-]+)\)=|^:name:[ \t]+([\w-]+)", "\n".join(c["source"] for c in text), re.M)
+    own = frozenset(label or figure for label, figure in targets)
+    labels, book = chapter_labels(root), pages_url(repository_url(root))
+    for cell in text:
+        cell["source"] = link_references(cell["source"], labels, book, keep=own)
+
+
 def check_stored(profile: str, results: Path = ROOT / "results") -> None:
     """Refuse a profile whose planned results are not all in the store (``pe-book book --stored-only``)."""
     from pe_book.experiments.profiles import get_profile
-    from pe_book.experiments.runner import Runner
+    from pe_book.experiments.stored_data import StoredRunner
 
-    planned = Runner(get_profile(profile), results, progress=False).plan()
+    planned = StoredRunner(get_profile(profile), results, progress=False).plan()
     missing = [a for a in planned if not a.stored]
     if missing:
         raise BookError(f"{len(missing)} of the {len(planned)} planned results of profile {profile} are not stored "
@@ -364,24 +393,6 @@ def ensure_results(profile: str, results: str = "results") -> None:
 
     timings = Runner(get_profile(profile), ROOT / results).run()
     print("results: " + ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in timings.items()), file=sys.stderr)
-
-
-def glued_values(root: Path = ROOT) -> dict[str, dict[str, str]]:
-    """Every value glued by the executed chapters (``book/NN_topic.ipynb``): chapter -> name ->
-    its text (figures by their MIME types only), as the prose shows them."""
-    import nbformat
-
-    found = {}
-    for path in sorted((root / BOOK_DIR).glob("[0-9]*.ipynb")):
-        values = {}
-        for cell in nbformat.read(path, as_version=4).cells:
-            for output in cell.get("outputs", []):
-                record = output.get("metadata", {}).get("scrapbook")
-                if record:
-                    data = {k.removeprefix(record["mime_prefix"]): v for k, v in output.get("data", {}).items()}
-                    values[record["name"]] = data.get("text/plain", "") if "image/png" not in data else "<figure>"
-        found[path.stem] = values
-    return found
 
 
 def compare_glued(before: dict, after: dict) -> list[str]:
@@ -431,10 +442,22 @@ def build(profile: str, only: str | None = None, html: bool = True, root: Path =
     missing = [n for n in names if not (root / BOOK_DIR / f"{n}.ipynb").exists()]
     if missing:
         raise BookError(f"book/{missing[0]}.ipynb has not been executed yet; run 'pe-book book' without --only (or --only {missing[0]})")
+    write_score_table(profile, root)
     start = time.perf_counter()
     index = build_html(root)
     print(f"jupyter-book: {time.perf_counter() - start:.1f} s", file=sys.stderr)
     return index
+
+
+def write_score_table(profile: str, root: Path = ROOT) -> Path:
+    """Write ``profile``'s stored scores (:func:`pe_book.results_data.score_table`) as
+    :data:`SCORE_TABLE`, which the findings chapter links for download; returns its path."""
+    from pe_book.results_data import score_table
+
+    path = root / SCORE_TABLE
+    with explain_disk_full(f"score table {path}"):
+        atomic_write_text(path, score_table(profile, root / "results").to_csv(index=False))
+    return path
 
 
 def _build_parameters(path: Path, overrides: dict[str, Any], computes: bool) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """Open every page of the built book in headless Chromium and check it.
 
-``python -m pe_book.book_check [--html book/_build/html] [--screenshots book/_build/screenshots]``
+``pe-book check-book [--html book/_build/html] [--screenshots book/_build/screenshots]``
+(:mod:`pe_book.commands.check_book`, ``make check-book``)
 
 The HTML is served on 127.0.0.1 (``http.server`` in a thread) and every page is loaded by
 Chromium (Debian packages ``chromium`` and ``chromium-driver``) through selenium. For each page:
@@ -29,14 +30,12 @@ status 1 if any page fails any check above. Environment: ``CHROMIUM`` and
 """
 from __future__ import annotations
 
-import argparse
 import functools
 import http.server
 import json
 import os
 import re
 import shutil
-import sys
 import tempfile
 import threading
 import time
@@ -392,25 +391,3 @@ def check_book(html_dir: Path = DEFAULT_HTML, shots: Path = DEFAULT_SHOTS) -> li
         json.dumps([{**r.__dict__, "ok": r.ok} for r in reports], indent=1), encoding="utf8"
     )
     return reports
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pe_book.book_check", description=__doc__.splitlines()[0])
-    parser.add_argument("--html", type=Path, default=DEFAULT_HTML, help="the built book (default: book/_build/html)")
-    parser.add_argument("--screenshots", type=Path, default=DEFAULT_SHOTS, help="where screenshots go")
-    args = parser.parse_args(argv)
-    start = time.perf_counter()
-    reports = check_book(args.html, args.screenshots)
-    for r in reports:
-        status = "ok  " if r.ok else "FAIL"
-        print(f"{status} {r.page}: {r.images} images, {r.math} math, {r.links} local links")
-        for problem in r.problems:
-            print(f"       {problem}")
-    failed = [r for r in reports if not r.ok]
-    print(f"{len(reports)} pages, {len(failed)} failed, screenshots in {args.screenshots} "
-          f"({time.perf_counter() - start:.1f} s)")
-    return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,12 +1,11 @@
 """The ``pe-book`` command line: thin subcommands over the library modules.
 
-The command is named after the package that holds it (``python -m pe_book`` is the same). Its
-former name ``pe-lib`` still works for one release, with a notice; :mod:`pe_lib` is the library and
-has no command line of its own (``python -m pe_lib`` names this one).
+The command is named after the package that holds it (``python -m pe_book`` is the same); it is
+the only way in: :mod:`pe_lib` is the library and has no command line of its own (``python -m
+pe_lib`` names this one), and the benchmark and the book's browser check are subcommands too.
 
-Each subcommand is one module (``pe_book.commands.<name>``; ``pe_lib.data.cli`` for ``data``),
-a thin layer over the modules that do the work; it exposes ``configure(parser)`` (add its
-arguments) and ``run(args) -> int``. Modules are imported only when their subcommand runs, so
+Each subcommand is one module (``pe_book.commands.<name>``), a thin layer over the modules that do
+the work; it exposes ``configure(parser)`` (add its arguments) and ``run(args) -> int``. Modules are imported only when their subcommand runs, so
 ``pe-book --help`` stays fast.
 
 Errors. The project's own errors (:class:`pe_lib.errors.PeLibError` and its subclasses: bad
@@ -31,13 +30,11 @@ from collections.abc import Iterator
 from pe_lib.errors import PeLibError
 
 PROG = "pe-book"
-#: the command's former name, kept for one release (pyproject.toml's [project.scripts])
-FORMER_NAME = "pe-lib"
 
 #: subcommand -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "variants": ("pe_book.commands.variants", "list the registered position-embedding variants"),
-    "data": ("pe_lib.data.cli", "fetch and prepare the corpus, tokenizer and tasks"),
+    "data": ("pe_book.commands.data", "fetch and prepare the corpus, tokenizer and tasks"),
     "pretrain": ("pe_book.commands.pretrain", "MLM-pretrain one variant (resumable; accelerate/DDP aware)"),
     "finetune": ("pe_book.commands.finetune", "fine-tune a pretrained model on one task"),
     "run": ("pe_book.commands.run", "compute every missing artifact of a profile"),
@@ -49,6 +46,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "book": ("pe_book.commands.book", "execute the notebooks with papermill and build the Jupyter Book"),
     "export": ("pe_book.commands.export", "a profile's stored scores as one tidy table (CSV and Parquet)"),
     "publish": ("pe_book.commands.publish", "the repository URL, its check, and the Colab notebooks of the published book"),
+    "check-book": ("pe_book.commands.check_book", "open every page of the built book in headless Chromium and check it"),
+    "bench": ("pe_book.commands.bench", "side-by-side benchmarks of the model, the pipeline and the precisions"),
 }
 
 
@@ -91,13 +90,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG} {args.command}: error: path too long ({error.strerror}: {shown}): a file or folder name has "
               "at most 255 bytes and a path 4096; use a shorter one", file=sys.stderr)
         return 1
-
-
-def former_main() -> int:
-    """The command under its former name ``pe-lib``: a one-line notice on stderr, then :func:`main`."""
-    print(f"{FORMER_NAME}: notice: the command is now called {PROG} (the same subcommands and options; "
-          f"python -m pe_book); {FORMER_NAME} goes in the next release", file=sys.stderr)
-    return main()
 
 
 class Terminated(KeyboardInterrupt):

@@ -3,21 +3,21 @@ r"""The design of a run, chosen before it and committed beside its results (issu
 A run decides a claim only if its seeds can see the claim's effect through the noise. The design
 takes, per score column, the variance components a pilot measured (:func:`column_variance`: the
 variance between pretraining seeds of one variant and between fine-tuning seeds of one model,
-:mod:`pe_book.stats`' model), the effect each claim is planned for (:func:`planned_effects`: the
+:mod:`pe_book.verdicts`' model), the effect each claim is planned for (:func:`planned_effects`: the
 effect a pilot or trend run observed where it measured the claim's variants, else
 :data:`DEFAULT_EFFECT`), and what one pretrained model costs per variant (pretraining with its
 fine-tunings and analyses, in hours of the machine type priced). It then allocates pretraining
-seeds (:func:`allocate`): every paper variant starts at :data:`~pe_book.stats.GATE_SEEDS` (the gate
+seeds (:func:`allocate`): every paper variant starts at :data:`~pe_book.verdicts.gate.GATE_SEEDS` (the gate
 and the pooled variance need two), and one seed at a time goes to the variant that raises the
-number of claims at :data:`~pe_book.stats.POWER` or more, then the summed power, most per hour,
+number of claims at :data:`~pe_book.verdicts.power.POWER` or more, then the summed power, most per hour,
 until the budget is spent. A claim's power is that of the book's own verdict rule
-(:func:`pe_book.stats.simulated_verdicts`: Holm within the claim, Bonferroni intervals) on runs
+(:func:`pe_book.verdicts.power.simulated_verdicts`: Holm within the claim, Bonferroni intervals) on runs
 simulated with the design's seeds and the pilot's variances, every comparison of the claim true by
 its planned effect; seeds already stored (``have``: a pilot's or trend's models under the run's
 keys) cost nothing.
 
 The power is conditional on the claim's columns entering the verdicts (the gate of
-:mod:`pe_book.testability`), and on the pilot's variances, which three seeds estimate loosely:
+:mod:`pe_book.verdicts.testability`), and on the pilot's variances, which three seeds estimate loosely:
 the design says what was promised; the findings show it beside what came out.
 
 **Pairing.** Every variant's pretraining seed ``s`` sees the same batches and masks (each random
@@ -37,7 +37,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from pe_book.stats import GATE_SEEDS, POWER, Claim, Design, column_stats, score_array, simulated_verdicts
+from pe_book.verdicts.gate import GATE_SEEDS
+from pe_book.verdicts.mixed_model import column_stats, score_array
+from pe_book.verdicts.power import POWER, Design, simulated_verdicts
+from pe_book.verdicts.rule import Claim
 
 #: The effect (points) a claim is planned for where no pilot or trend run measured its variants.
 DEFAULT_EFFECT = 5.0
@@ -55,7 +58,7 @@ class ColumnVariance:
 
 
 def column_variance(per_seed: pd.DataFrame, column: str) -> ColumnVariance:
-    """The components of ``column`` of a per-seed table (:func:`pe_book.stats.column_stats`): the
+    """The components of ``column`` of a per-seed table (:func:`pe_book.verdicts.mixed_model.column_stats`): the
     pretraining component pooled over the variants with two seeds or more, the fine-tuning one
     pooled over every model with two fine-tuning seeds or more (0 where none has)."""
     c = column_stats(per_seed, column).components
@@ -183,18 +186,20 @@ def from_pilot(target, pilot, rates, budget: float, sources: Sequence = ()) -> d
     seeds ``sources`` (the pilot's and other runners' stores) already hold under ``target``'s keys,
     and the seeds :func:`allocate` gives within ``budget`` hours. Raises ``MissingResult`` when the
     pilot is incomplete and ``ValueError`` when a cost has no measured rate."""
-    from pe_book import claims as paper, tables
+    from pe_book import tables
     from pe_book.chapters import common
     from pe_book.experiments import costs
     from pe_book.experiments.profiles import PAPER_VARIANTS
+    from pe_book.verdicts import claims as paper
+    from pe_book.verdicts.groups import score_groups, task_and_group_columns
     from pe_lib.data.tasks import get_task
 
     specs = {t: get_task(t) for t in target.profile.tasks}
     kinds = {t: s.meta.kind for t, s in specs.items()}
-    groups = tables.score_groups(specs)
+    groups = score_groups(specs)
     finetuned = common.finetuned_payloads(pilot, list(pilot.profile.variants), specs)
     scores = tables.per_seed_scores(tables.score_records(finetuned, kinds, "test"), groups)
-    columns = tables.task_and_group_columns(specs, groups)
+    columns = task_and_group_columns(specs, groups)
     variance = {c: column_variance(scores, c) for c in columns}
     claims = paper.paper_claims(span_tasks=[t for t, k in kinds.items() if k == "span"])
     effects = planned_effects(claims, scores)

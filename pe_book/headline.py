@@ -22,9 +22,11 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from pe_book import plots, stats
-from pe_book.chapters import dot_products, findings
+from pe_book import plots
+from pe_book.chapters import findings
+from pe_book.chapters.paper_figure import figure_panels
 from pe_book.publish import PublishError, pages_url, repository_url
+from pe_book.verdicts import gate, intervals, rule
 from pe_lib.io import atomic_write_bytes, atomic_write_text
 
 START, END = "<!-- headline:start -->", "<!-- headline:end -->"
@@ -50,7 +52,7 @@ def control_text(row) -> str:
     variant of a testability row, when the row has one and a gap was measured."""
     if not isinstance(row["control"], str) or row["control"] == row["best variant"] or row["gap"] != row["gap"]:
         return ""
-    return f", {row['gap']:+.1f} over {row['control']} (low {row['gap low']:+.1f}, {stats.interval_label(row['level'])})"
+    return f", {row['gap']:+.1f} over {row['control']} (low {row['gap low']:+.1f}, {intervals.interval_label(row['level'])})"
 
 
 def reference_text(row) -> str:
@@ -64,9 +66,9 @@ def reference_text(row) -> str:
 
 
 def learned_line(column: str, row) -> str:
-    """One column of the gate (a row of :func:`pe_book.testability.testability`) in words."""
+    """One column of the gate (a row of :func:`pe_book.verdicts.testability.testability`) in words."""
     interval = ("no interval: pretraining variance unknown" if row["low"] != row["low"]
-                else f"low {row['low']:.1f}, {stats.interval_label(row['level'])}")
+                else f"low {row['low']:.1f}, {intervals.interval_label(row['level'])}")
     return (f"{column} ({row['tasks']}): " + ("learned: " if row["testable"] else "not testable: ")
             + f"{row['best variant']} {row['mean']:.1f} ({interval}) against {row['baseline']} "
             f"{row['baseline score']:.1f}" + control_text(row) + reference_text(row))
@@ -74,7 +76,7 @@ def learned_line(column: str, row) -> str:
 
 def verdict_cell(verdict: str, not_testable_on: str) -> str:
     """A verdict, with the columns it does not rest on when it rests on others."""
-    if not not_testable_on or verdict.startswith(stats.NOT_TESTABLE):
+    if not not_testable_on or verdict.startswith(rule.NOT_TESTABLE):
         return verdict
     return f"{verdict} (not testable: {not_testable_on})"
 
@@ -100,7 +102,7 @@ def headline_block(runner, figure: str) -> str:
         markdown(table),
         "",
         "Which columns the models learned (best variant, chosen on the validation split among the variants with "
-        f"at least {stats.GATE_SEEDS} pretraining seeds, against the best order-free baseline of each task and, "
+        f"at least {gate.GATE_SEEDS} pretraining seeds, against the best order-free baseline of each task and, "
         "where the tasks need word order, its gap to `none`, the variant that cannot see order; a rule that reads "
         "word order is a cheap model that uses positions, shown as a reference and never a bar):",
         "",
@@ -118,7 +120,7 @@ def headline_block(runner, figure: str) -> str:
 
 def figure_png(runner) -> bytes:
     """The paper's figure (chapter 04, after pretraining) as PNG bytes."""
-    fig = plots.position_maps(dot_products.compute(runner).panels("trained"), ncols=3, size=(10 / 3, 3.5))
+    fig = plots.position_maps(figure_panels(runner, "trained"), ncols=3, size=(10 / 3, 3.5))
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=80)
     plt.close(fig)

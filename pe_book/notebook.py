@@ -24,10 +24,18 @@ the same check on plain dicts, and :func:`declared_parameters` reads a notebook'
 without running it (:mod:`pe_book.book` checks a profile's parameters with both before any
 notebook runs).
 
+A list (or dict) parameter may be given as its JSON or YAML text, since papermill's ``-p`` passes
+every value that is not a number, bool or None as a string: ``-p variants '["none", "rope"]'`` is
+the same as ``-y 'variants: [none, rope]'``. :func:`with_defaults` writes a page's parameters into
+its ``parameters`` cell as the defaults, so that a papermill rerun, which replaces the injected
+cell, keeps every parameter it does not override.
+
 Glue
 ----
 Notebooks glue their numbers and figures with :func:`glue` (``myst_nb.glue`` that also works
-without myst-nb, e.g. on Colab); a NaN is glued as the words :data:`NOT_RUN`.
+without myst-nb, e.g. on Colab); a NaN is glued as the words :data:`NOT_RUN`. Where the environment
+variable :data:`SHOW_FIGURES` is ``1`` (set by the first cell of a Colab notebook, which has no
+myst-nb to place a glued figure in the text), a glued figure is also shown as the cell's output.
 
 At import time this module needs only the standard library (and :mod:`pe_lib.errors`); jupytext,
 IPython and myst-nb are imported by the functions that use them.
@@ -35,13 +43,20 @@ IPython and myst-nb are imported by the functions that use them.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import types
 import typing
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from pe_lib.errors import InputError
+
+#: The repository's root, its notebook sources and the folder of the executed chapters.
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS_DIR = "notebooks"
+BOOK_DIR = "book"
 
 _SNAPSHOT_KEY = "__pe_lib_names_before_parameters__"
 # Names IPython rebinds on its own between cells: the input history (_i, _ii, _iii, _iN: strings
@@ -119,8 +134,10 @@ def check_parameters(given: Mapping[str, Any], declared: Mapping[str, Any]) -> d
     for name, value in given.items():
         annotation = declared[name]
         if not _matches(value, annotation):
+            hint = (f" (as text: -p {name} '[\"a\", \"b\"]' or -y '{name}: [a, b]')"
+                    if isinstance(value, str) and _containers(annotation) else "")
             raise ParameterError(
-                f"parameter {name!r} must be {_type_name(annotation)}, got "
+                f"parameter {name!r} must be {_type_name(annotation)}{hint}, got "
                 f"{type(value).__name__} {value!r}; valid parameters: {valid}"
             )
     return dict(given)
@@ -167,7 +184,32 @@ def check_notebook_parameters(namespace: dict) -> dict[str, Any]:
     missing = [name for name in declared if name not in namespace]
     if missing:
         raise ParameterError(f"parameter {missing[0]!r} is annotated but has no value in the parameters cell")
+    for name, annotation in declared.items():
+        namespace[name] = from_text(namespace[name], annotation)
     return check_parameters({name: namespace[name] for name in declared}, declared)
+
+
+def _containers(annotation) -> bool:
+    """Whether ``annotation`` is (or, as a union, admits) a list or dict type."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return any(_containers(a) for a in typing.get_args(annotation))
+    return (origin or annotation) in (list, dict)
+
+
+def from_text(value, annotation):
+    """``value`` read as JSON or YAML when it is a string given for a list (or dict) parameter that
+    takes no string (papermill's ``-p variants '["none", "rope"]'``); any other value, or a text
+    that does not read as the declared type, unchanged (the type check then names it)."""
+    if not isinstance(value, str) or _matches(value, annotation) or not _containers(annotation):
+        return value
+    import yaml
+
+    try:
+        parsed = yaml.safe_load(value)
+    except yaml.YAMLError:
+        return value
+    return parsed if _matches(parsed, annotation) else value
 
 
 def _one_line_input_errors() -> None:
@@ -227,6 +269,30 @@ def declared_parameters(notebook) -> dict[str, Any]:
     return declared
 
 
+def with_defaults(source: str, values: Mapping[str, Any]) -> str:
+    """The source of a ``parameters`` cell with ``values`` (name -> a Python literal value) as the
+    defaults of those declared parameters, everything else (annotations, comments) as it was.
+    Raises :class:`ParameterError` for a name the cell does not declare."""
+    import ast
+
+    nodes = {node.target.id: node.value for node in ast.parse(source).body
+             if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None}
+    unknown = [name for name in values if name not in nodes]
+    if unknown:
+        raise ParameterError(f"no parameter {unknown[0]!r} with a default; valid parameters: {', '.join(sorted(nodes)) or '(none)'}")
+    lines = source.encode("utf-8").splitlines(keepends=True)  # ast's columns count bytes
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    text = source.encode("utf-8")
+    for name in sorted(values, key=lambda n: nodes[n].lineno, reverse=True):  # from the end: offsets stay valid
+        node = nodes[name]
+        begin = starts[node.lineno - 1] + node.col_offset
+        end = starts[node.end_lineno - 1] + node.end_col_offset
+        text = text[:begin] + repr(values[name]).encode("utf-8") + text[end:]
+    return text.decode("utf-8")
+
+
 class _Text(str):
     """A string whose text/plain representation is itself (no quotes)."""
 
@@ -236,6 +302,10 @@ class _Text(str):
     def _repr_pretty_(self, p, cycle) -> None:
         p.text(str(self))
 
+
+#: The environment variable that makes :func:`glue` show a glued figure as its cell's output too
+#: ("1"; the Colab notebooks' first cell sets it: :func:`pe_book.publish.colab_cell`).
+SHOW_FIGURES = "PE_BOOK_SHOW_FIGURES"
 
 #: What a glued NaN reads as: a chapter's number of a variant (or task) that this run left out. A
 #: value that is undefined for another reason is glued as words by its chapter, never as NaN.
@@ -247,7 +317,8 @@ def glue(name: str, value: Any, display: bool = False) -> None:
     numbers (so that ``{glue:text}`name:.2f``` can format them), a NaN becomes the words
     :data:`NOT_RUN` (shown as they are whatever the format, see :mod:`pe_book.sphinx_glue`), strings
     are shown without quotes, and it works where myst-nb is not installed (e.g. Colab), writing the
-    same output."""
+    same output. Under :data:`SHOW_FIGURES`, a figure is also displayed."""
+    display = display or (os.environ.get(SHOW_FIGURES) == "1" and hasattr(value, "savefig"))
     if hasattr(value, "item") and getattr(value, "ndim", None) == 0:
         value = value.item()
     if isinstance(value, float) and value != value:  # NaN
@@ -272,3 +343,30 @@ def glue_all(values: Mapping[str, Any]) -> None:
     """:func:`glue` every ``name: value`` of ``values`` (a chapter result's ``cited`` numbers)."""
     for name, value in values.items():
         glue(name, value)
+
+
+# ----------------------------------------------------------------------------- the book's notebooks
+
+
+def notebook_paths(root: Path = ROOT) -> list[Path]:
+    """The chapters' notebook sources (``notebooks/NN_topic.py``), in order."""
+    return sorted((root / NOTEBOOKS_DIR).glob("[0-9]*.py"))
+
+
+def glued_values(root: Path = ROOT) -> dict[str, dict[str, str]]:
+    """Every value glued by the executed chapters (``book/NN_topic.ipynb``): chapter -> name ->
+    its text (figures by their MIME types only), as the prose shows them."""
+    import nbformat
+
+    found = {}
+    for path in sorted((root / BOOK_DIR).glob("[0-9]*.ipynb")):
+        values = {}
+        for cell in nbformat.read(path, as_version=4).cells:
+            for output in cell.get("outputs", []):
+                record = output.get("metadata", {}).get("scrapbook")
+                if record:
+                    data = {k.removeprefix(record["mime_prefix"]): v for k, v in output.get("data", {}).items()}
+                    values[record["name"]] = data.get("text/plain", "") if "image/png" not in data else "<figure>"
+        found[path.stem] = values
+    return found
+

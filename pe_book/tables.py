@@ -27,8 +27,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from pe_book.experiments.runner import ANALYSIS_WINDOW
-from pe_book.stats import LEVELS
+from pe_book.verdicts.mixed_model import LEVELS, variant_means
+from pe_lib.probing import ANALYSIS_WINDOW
 from pe_lib.properties import indicators
 from pe_lib.training.metrics import scale_metric
 
@@ -87,47 +87,6 @@ PAPER_TASKS = {"cola": "CoLA: grammatical acceptability", "sst2": "SST-2: sentim
                "qnli": "QNLI: question-answer entailment", "rte": "RTE: textual entailment",
                "squad": "SQuAD v1.1: extractive question answering",
                "squad_v2": "SQuAD v2.0: extractive QA with unanswerable questions"}
-
-
-#: The score columns of the findings: tasks grouped by kind and by whether their label depends on
-#: word order (``TaskSpec.order_sensitive``), so that an order-free task is never averaged with
-#: one that tests position. Keys ``(span, order_sensitive)``.
-GROUP_NAMES = {(False, True): "order-sensitive classification", (False, False): "order-free classification",
-               (True, True): "span", (True, False): "order-free span"}
-ORDER_SENSITIVE_CLASSIFICATION, SPAN = GROUP_NAMES[(False, True)], GROUP_NAMES[(True, True)]
-
-
-#: The range of each metric, in percent, where it is not 0 to 100 (accuracy, F1, exact match):
-#: correlations run from -100 to 100.
-METRIC_RANGES = {"matthews_correlation": (-100.0, 100.0), "pearson": (-100.0, 100.0), "spearmanr": (-100.0, 100.0)}
-
-
-def score_ranges(specs: Mapping, groups: Mapping[str, Sequence[str]] | None = None) -> dict[str, tuple[float, float]]:
-    """The range of every score column: a task's score is the mean of its metrics (``specs``: task
-    -> ``TaskSpec``), a group's (``groups``: name -> tasks) the mean of its tasks' scores, so each
-    ranges from the mean of the lower ends to the mean of the upper ends."""
-    def mean_range(ranges: Sequence[tuple[float, float]]) -> tuple[float, float]:
-        return float(np.mean([r[0] for r in ranges])), float(np.mean([r[1] for r in ranges]))
-
-    found = {task: mean_range([METRIC_RANGES.get(m, (0.0, 100.0)) for m in spec.meta.metrics])
-             for task, spec in specs.items()}
-    for name, tasks in (groups or {}).items():
-        found[name] = mean_range([found[t] for t in tasks])
-    return found
-
-
-def score_groups(specs: Mapping) -> dict[str, list[str]]:
-    """The non-empty groups of :data:`GROUP_NAMES` (name -> tasks, in the order of ``specs``:
-    task -> ``TaskSpec``)."""
-    groups = {name: [t for t, s in specs.items() if ((s.meta.kind == "span"), s.order_sensitive) == key]
-              for key, name in GROUP_NAMES.items()}
-    return {name: tasks for name, tasks in groups.items() if tasks}
-
-
-def task_and_group_columns(tasks: Sequence[str], groups: Mapping[str, Sequence[str]]) -> list[str]:
-    """The score columns a chapter analyses one by one: each task, then each group of several tasks
-    (a group of one task is that task's column again)."""
-    return list(tasks) + [group for group, members in groups.items() if len(members) > 1]
 
 
 def score_records(finetuned: Mapping[tuple[str, str, int, int], Mapping], kinds: Mapping[str, str],
@@ -241,13 +200,12 @@ def unscored_text(per_seed: pd.DataFrame, most: int = 5) -> str:
 
 def summarise(per_seed: pd.DataFrame) -> pd.DataFrame:
     """Per variant and column: the mean (of the pretrained models' means, each pretraining seed
-    weighing the same: the variant mean that :mod:`~pe_book.stats` tests), the standard
+    weighing the same: the variant mean that :mod:`pe_book.verdicts` tests), the standard
     deviation of single runs over all pretraining and fine-tuning seeds (``ddof=1``; NaN with one
     run), the number of runs with a score and of runs expected (:func:`expected_runs`): columns
     ``(column, "mean" | "std" | "n" | "runs")``."""
     grouped = per_seed.groupby(level="variant", sort=False)
-    model_means = per_seed.groupby(level=["variant", "pretrain_seed"], sort=False).mean()
-    parts = {"mean": model_means.groupby(level="variant", sort=False).mean(), "std": grouped.std(ddof=1),
+    parts = {"mean": variant_means(per_seed), "std": grouped.std(ddof=1),
              "n": grouped.count(), "runs": expected_runs(per_seed).groupby(level="variant", sort=False).sum()}
     table = pd.concat(parts, axis=1).swaplevel(0, 1, axis=1)
     return table[[(c, s) for c in per_seed.columns for s in parts]]

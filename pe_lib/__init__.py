@@ -3,14 +3,9 @@
 >>> from pe_lib import PEBertConfig, PEBertForMaskedLM
 >>> model = PEBertForMaskedLM(PEBertConfig(position_embedding="ape-sin-learned+rpe-learned"))
 """
+from pe_lib.config import PEBertConfig
 from pe_lib.hf_import import from_hf_bert
-from pe_lib.model import (
-    PEBertConfig,
-    PEBertForMaskedLM,
-    PEBertForQuestionAnswering,
-    PEBertForSequenceClassification,
-    PEBertModel,
-)
+from pe_lib.model import PEBertForMaskedLM, PEBertForQuestionAnswering, PEBertForSequenceClassification, PEBertModel
 from pe_lib.positions import PE_VARIANTS, all_variants, parse_variant
 
 __all__ = [

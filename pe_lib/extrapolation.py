@@ -4,13 +4,13 @@ What is computed
 ----------------
 A fixed stream of ``T`` validation tokens :math:`t_1 .. t_T` (the validation rows of the
 pretraining data without their [CLS]/[SEP], i.e. the validation text in order) is masked **once**
-with the pretraining rule (:func:`pe_lib.training.pretrain.mask_tokens`: 15% of the tokens
+with the pretraining rule (:func:`pe_lib.training.mlm.mask_tokens`: 15% of the tokens
 selected, of those 80% [MASK], 10% a random token, 10% kept), from a generator seeded by
 ``step_seed(seed, 0, 0, 3)`` (pretraining uses purposes 0-2). The same tokens are therefore
 selected, and replaced the same way, at every length.
 
 For each length ``L`` the masked stream is cut into rows ``[CLS] t_{k(L-2)+1} .. t_{(k+1)(L-2)}
-[SEP]`` (:func:`pe_lib.training.pretrain.make_blocks`, the ragged tail dropped). Only the selected
+[SEP]`` (:func:`pe_lib.training.mlm.make_blocks`, the ragged tail dropped). Only the selected
 tokens among the first
 
 .. math::  P = \min_L \lfloor T / (L-2) \rfloor (L-2)
@@ -53,13 +53,8 @@ import torch
 import torch.nn.functional as F
 
 from pe_lib.errors import PositionOutOfRange
-from pe_lib.training.pretrain import (
-    MLMData,
-    autocast,
-    make_blocks,
-    mask_tokens,
-    step_seed,
-)
+from pe_lib.training.mlm import MLMData, make_blocks, mask_tokens, step_seed
+from pe_lib.training.optim import autocast
 
 OK, CANNOT_RUN = "ok", "cannot run"
 MASK_PURPOSE = 3  # step_seed purpose of the extrapolation masks (pretraining: 0 train, 1 dropout, 2 eval)

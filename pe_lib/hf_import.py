@@ -35,14 +35,9 @@ from pathlib import Path
 import torch
 from transformers import BertConfig, PreTrainedModel
 
-from pe_lib.model import (
-    PEBertConfig,
-    PEBertForMaskedLM,
-    PEBertForQuestionAnswering,
-    PEBertForSequenceClassification,
-    PEBertModel,
-    PEBertPreTrainedModel,
-)
+from pe_lib.config import PEBertConfig
+from pe_lib.model import (PEBertForMaskedLM, PEBertForQuestionAnswering, PEBertForSequenceClassification, PEBertModel,
+                          PEBertPreTrainedModel)
 
 #: BertConfig fields copied verbatim into PEBertConfig.
 _SHARED_FIELDS = (

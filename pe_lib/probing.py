@@ -20,6 +20,12 @@ from pe_lib.model import PEBertModel
 from pe_lib.positions import parse_variant
 from pe_lib.properties import chen_locality, chen_symmetry, indicators
 
+#: Offsets 1..ANALYSIS_WINDOW of the local monotonicity of stored analyses (the ``window`` that
+#: :func:`analyse_positions` is given; a reader with another window recomputes it from the stored
+#: maps). Stored analyses depend on it without keying it: a change of it goes with a bump of their
+#: code version.
+ANALYSIS_WINDOW = 8
+
 
 def base_encoder(model) -> PEBertModel:
     """The ``PEBertModel`` inside any PEBert* head model (or the model itself)."""

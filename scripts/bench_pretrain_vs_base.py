@@ -6,7 +6,7 @@
 worktrees and times the real pretraining path of each, ``pe_lib.training.pretrain.pretrain``
 (batch drawing, masking, forward, backward, clipping, AdamW and schedule), on the profile's model
 configuration, recipe and packaged pretraining data, in the profile's precision, with
-:data:`pe_book.bench.THREADS` torch threads.
+:data:`pe_book.bench.contenders.THREADS` torch threads.
 
 Each commit trains in a process of its own (this script with ``--worker``, the worktree first on
 its path, the same Python and virtual environment), paced by this one: after each completed step
@@ -81,7 +81,8 @@ def worker(spec_folder: Path) -> None:
     spec = json.loads((spec_folder / "spec.json").read_text())
     torch.set_num_threads(spec["threads"])
     import pe_lib
-    from pe_lib.model import PEBertConfig
+    from pe_lib import PEBertConfig
+    # the one path where the base commit's pe_lib has these too (before issue 61 pretrain.py held them all)
     from pe_lib.training.pretrain import MLMData, PretrainConfig, pretrain
 
     with np.load(spec_folder / "blocks.npz", allow_pickle=False) as blocks:
@@ -109,7 +110,7 @@ def write_spec(folder: Path, profile_name: str, variant: str, steps: int, thread
 
     from pe_book.experiments.profiles import get_profile
     from pe_book.experiments.runner import Runner
-    from pe_lib.training.pretrain import PretrainConfig
+    from pe_lib.training.pretrain_config import PretrainConfig
 
     profile = get_profile(profile_name)
     runner = Runner(profile, folder / "results", progress=False)
@@ -199,7 +200,7 @@ def rev_parse(commit: str) -> str:
 def bench(base: str, head: str, profile: str, variant: str, rounds: int, steps: int) -> dict:
     """Worktrees of ``base`` and ``head`` in a temporary folder, the spec, the two workers and the
     race; the result with the machine, the load averages before and after, and every step's seconds."""
-    from pe_book.bench import THREADS, machine
+    from pe_book.bench.contenders import THREADS, machine
 
     commits = {"base": rev_parse(base), "head": rev_parse(head)}
     load_before = os.getloadavg()

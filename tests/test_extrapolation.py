@@ -13,7 +13,7 @@ from pe_lib.extrapolation import (
     mask_stream,
     scored_prefix,
 )
-from pe_lib.training.pretrain import MLMData, make_blocks
+from pe_lib.training.mlm import MLMData, make_blocks
 
 PAD, UNK, CLS, SEP, MASK = range(5)
 TRAIN_LENGTH = 8

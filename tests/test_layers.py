@@ -1,8 +1,10 @@
-"""The flow of the package: text -> data -> models -> training -> experiments -> chapters -> book.
-No module imports one above it (function-level imports included), so the library stands apart
-from the book's application; a module this map does not place fails the test until it is placed.
-Nor do two modules import each other, directly or through others (an import circle), within a
-layer or across it."""
+"""The flow of the package: text -> data -> models -> training -> experiments -> verdicts ->
+chapters -> book. No module imports one above it (function-level imports included), so the library
+stands apart from the book's application; a module this map does not place fails the test until it
+is placed. Nor do two modules import each other, directly or through others (an import circle),
+within a layer or across it. The verdicts only read plain tables: nothing they import, directly or
+through others, is the runner, a chapter or a command. And no chapter imports another: what two
+chapters share lives in a chapter-neutral module (:data:`SHARED_CHAPTER_MODULES`)."""
 import ast
 from collections import deque
 from pathlib import Path
@@ -14,15 +16,25 @@ PACKAGES = ("pe_lib", "pe_book")  # the library, then the reproduction built on 
 LAYERS = (
     ("base", {"pe_lib.errors", "pe_lib.io", "pe_lib.__main__"}),
     ("data", {"pe_lib.data"}),
-    ("models", {"pe_lib", "pe_lib.positions", "pe_lib.model", "pe_lib.sinusoid", "pe_lib.hf_import",
+    ("models", {"pe_lib", "pe_lib.positions", "pe_lib.config", "pe_lib.model", "pe_lib.sinusoid", "pe_lib.hf_import",
                 "pe_lib.properties", "pe_lib.probing", "pe_lib.geometry"}),
     ("training", {"pe_lib.training", "pe_lib.extrapolation", "pe_lib.pretrained_pes"}),
-    ("experiments", {"pe_book.experiments", "pe_book.stats"}),
-    ("chapters", {"pe_book.tables", "pe_book.claims", "pe_book.testability", "pe_book.plots", "pe_book.plateau",
-                  "pe_book.design", "pe_book.chapters", "pe_book.bench", "pe_book.results_data"}),
-    ("book", {"pe_book.notebook", "pe_book.book", "pe_book.book_check", "pe_book.publish", "pe_book.headline"}),
+    ("experiments", {"pe_book.experiments"}),
+    ("verdicts", {"pe_book.verdicts"}),
+    ("chapters", {"pe_book.tables", "pe_book.plots", "pe_book.plateau", "pe_book.design", "pe_book.chapters",
+                  "pe_book.bench", "pe_book.results_data"}),
+    ("book", {"pe_book.notebook", "pe_book.book", "pe_book.book_check", "pe_book.publish", "pe_book.headline",
+              "pe_book.sphinx_glue"}),
     ("command line", {"pe_book", "pe_book.commands", "pe_book.cli", "pe_book.__main__"}),
 )
+#: What the verdicts never import, directly or through others: they compute nothing and present nothing.
+NOT_BELOW_VERDICTS = ("pe_book.experiments.runner", "pe_book.chapters", "pe_book.commands")
+#: The modules of ``pe_book.chapters`` that are no chapter: what several chapters share.
+SHARED_CHAPTER_MODULES = {"pe_book.chapters", "pe_book.chapters.common", "pe_book.chapters.escapes",
+                          "pe_book.chapters.paper_figure", "pe_book.chapters.paper_verdicts",
+                          "pe_book.chapters.run_scale"}
+#: Modules that are part of a chapter (module -> its chapter's main module), which they may import.
+CHAPTER_PARTS = {"pe_book.chapters.scale_text": "pe_book.chapters.scale"}
 
 
 def layer(module: str) -> int:
@@ -91,6 +103,49 @@ def test_no_module_imports_a_layer_above_its_own():
     upward = [f"{me} ({LAYERS[layer(me)][0]}) imports {other} ({LAYERS[layer(other)][0]})"
               for me, imported in import_graph().items() for other in sorted(imported) if layer(other) > layer(me)]
     assert not upward, "\n".join(upward)
+
+
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every module that ``start`` imports, directly or through others."""
+    found, todo = set(), [start]
+    while todo:
+        for other in graph.get(todo.pop(), ()):
+            if other not in found:
+                found.add(other)
+                todo.append(other)
+    return found
+
+
+def is_under(module: str, prefixes) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def test_the_verdicts_import_no_runner_chapter_or_command():
+    graph = import_graph()
+    wrong = [f"{me} imports {other}" for me in graph if is_under(me, ["pe_book.verdicts"])
+             for other in sorted(reachable(graph, me)) if is_under(other, NOT_BELOW_VERDICTS)]
+    assert not wrong, "\n".join(wrong)
+
+
+def chapter_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Each import of a chapter module by another chapter's module (shared modules and a chapter's
+    own parts aside)."""
+    return [f"{me} imports {other}" for me, imported in graph.items()
+            if is_under(me, ["pe_book.chapters"]) and me not in SHARED_CHAPTER_MODULES
+            for other in sorted(imported) if is_under(other, ["pe_book.chapters"])
+            and other not in SHARED_CHAPTER_MODULES and CHAPTER_PARTS.get(me) != other]
+
+
+def test_no_chapter_imports_another():
+    wrong = chapter_imports(import_graph())
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_chapter_check_sees_a_chapter_importing_another():
+    graph = {"pe_book.chapters.intro": {"pe_book.chapters.findings", "pe_book.chapters.common"},
+             "pe_book.chapters.scale_text": {"pe_book.chapters.scale"}, "pe_book.chapters.common": {"pe_book.chapters.x"}}
+    assert chapter_imports(graph) == ["pe_book.chapters.intro imports pe_book.chapters.findings"]
+    assert reachable({"a": {"b"}, "b": {"c"}, "c": {"a"}}, "a") == {"a", "b", "c"}
 
 
 def test_no_modules_import_each_other():

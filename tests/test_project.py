@@ -52,7 +52,7 @@ NAMING_FILES = ("README.md", "book/*.md", "studies/**/*.md", "notebooks/*.py", "
 #: A path as the docs write one: a top-level folder of the repository, then at least one more name.
 REPOSITORY_PATH = re.compile(r"(?<![\w./-])((?:pe_lib|pe_book|notebooks|results|studies|scripts|tests|\.ci|\.github)"
                              r"/[\w./+-]*[\w+-])")
-#: Words that look like paths and are not: "fresh results/work folders" (pe_book/bench.py) names two folders.
+#: Words that look like paths and are not: "fresh results/work folders" (pe_book/bench/pipeline_speed.py) names two folders.
 NOT_PATHS = {"results/work"}
 
 

@@ -11,7 +11,7 @@ import pandas as pd
 from pe_book import tables
 from pe_book.chapters import common
 from pe_book.experiments import baselines
-from pe_book.experiments.profiles import COMBINATIONS, SINGLE_PES
+from pe_book.experiments.profiles import COMBINATIONS
 
 CONSTANT, BOW = baselines.LABELS["constant"], baselines.LABELS["bag of words"]
 
@@ -45,8 +45,6 @@ def _findings(result: Classification) -> dict:
     summary, average, floor = result.summary, result.average, result.floor
     best = tables.best_per_column(summary)
     means = summary.xs("mean", axis=1, level=1)
-    singles = average.reindex([v for v in SINGLE_PES if v in average.index]).dropna()
-    combos = average.reindex([v for v in COMBINATIONS if v in average.index]).dropna()
     at_chance = [t for t in result.tasks if not (means[t] > floor.loc[CONSTANT, t]).any()]
     below_bow = [t for t in result.tasks if not (means[t] > floor.loc[BOW, t]).any()]
     return {
@@ -57,7 +55,22 @@ def _findings(result: Classification) -> dict:
         "at_chance": ", ".join(at_chance) if at_chance else "none",
         "below_bow": ", ".join(below_bow) if below_bow else "none",
         "ape_learned_rank": common.ranked(average, "ape-learned"),
-        "best_single": str(singles.idxmax()) if len(singles) else "none",
-        "best_combination": str(combos.idxmax()) if len(combos) else "none",
+        "best_single_and_combination": best_single_and_combination(average),
         "per_task_best": "; ".join(f"{t}: {tables.best_text(best[t], len(summary))}" for t in result.tasks),
     }
+
+
+def best_single_and_combination(average: pd.Series) -> str:
+    """The clause "the best single position embedding is X, the best combination Y" for the
+    variants of ``average`` (variant -> average score; NaN: not run). A single position embedding
+    is any variant but ``none`` and the paper's APE + RPE combinations (:data:`COMBINATIONS`), so
+    rope, ALiBi and the untied RPEs count; a kind this run has none of is said to be missing, never
+    named as a variant."""
+    average = average.dropna()
+    singles = average[[v != "none" and v not in COMBINATIONS for v in average.index]]
+    combos = average[[v in COMBINATIONS for v in average.index]]
+    single = (f"the best single position embedding is {singles.idxmax()}" if len(singles)
+              else "this run has no single position embedding")
+    combination = (f"the best combination {combos.idxmax()}" if len(combos)
+                   else "no APE + RPE combination was run")
+    return f"{single}, {combination}"

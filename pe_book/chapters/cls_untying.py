@@ -7,8 +7,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from pe_book import claims, stats, tables, testability
+from pe_book import tables
 from pe_book.chapters import common
+from pe_book.experiments.baselines import stored_baselines
+from pe_book.verdicts import claims, rule, testability
+from pe_book.verdicts.groups import SPAN, score_groups
 from pe_lib.data.tasks import get_task
 from pe_lib.positions import resolve_variants
 
@@ -18,10 +21,10 @@ THETA = "theta_2 (words -> [CLS])"
 @dataclass
 class ClsUntying:
     """What the chapter shows: the untied -> tied ``pairs`` and the ``compared`` variants (the
-    reference first), the score ``groups`` (:func:`pe_book.tables.score_groups`), the
+    reference first), the score ``groups`` (:func:`pe_book.verdicts.groups.score_groups`), the
     ``per_seed`` scores of every variant read (tasks and groups) and the ``summary`` of the
-    compared ones, which columns are ``testable`` (:mod:`pe_book.testability`), the ``gaps``
-    (:func:`pe_book.claims.cls_gap` per group), the learned ``thetas`` of the untied variants and
+    compared ones, which columns are ``testable`` (:mod:`pe_book.verdicts.testability`), the ``gaps``
+    (:func:`pe_book.verdicts.claims.cls_gap` per group), the learned ``thetas`` of the untied variants and
     ``cited``, by glue name."""
     reference: str
     pairs: dict[str, str]
@@ -52,12 +55,12 @@ def compute(runner, variants: Sequence[str] = (), reference: str = "ape-learned"
     reference = resolve_variants([reference], [])[0]
     compared = list(dict.fromkeys([reference, *pairs.values(), *pairs]))
     specs = {t: get_task(t) for t in (tasks or runner.profile.tasks)}
-    groups = tables.score_groups(specs)
+    groups = score_groups(specs)
     profile = runner.profile.with_seeds(seeds)
     read = list(dict.fromkeys([*names, *compared]))
     finetuned = common.finetuned_payloads(runner, read, specs, seeds)
     per_seed, validation = (_scores(finetuned, specs, groups, s) for s in (split, "validation"))
-    testable = testability.gate(runner, per_seed, validation, specs, groups, split)
+    testable = testability.gate(stored_baselines(runner, specs), per_seed, validation, specs, groups, split)
     gaps = {group: claims.cls_gap(per_seed, reference, pairs, group, testability.untestable(testable))
             for group in groups}
     result = ClsUntying(reference, pairs, compared, list(specs), groups, per_seed,
@@ -93,17 +96,17 @@ def _thetas(runner, pairs: dict[str, str]) -> pd.DataFrame:
 def verdicts_shown(gaps: pd.DataFrame) -> pd.DataFrame:
     """The ``gaps`` table with each "not testable at this scale: <why>" cell cut to its verdict
     (the chapter states why once, above the table)."""
-    return gaps.map(lambda v: stats.NOT_TESTABLE if isinstance(v, str) and v.startswith(stats.NOT_TESTABLE) else v)
+    return gaps.map(lambda v: rule.NOT_TESTABLE if isinstance(v, str) and v.startswith(rule.NOT_TESTABLE) else v)
 
 
 def _gap_text(gaps: dict[str, pd.DataFrame]) -> dict:
     """The prose's sentences on the classification gaps (per classification group) and the span
     change; a column no model learned is named once with its verdict."""
-    classification = {group: rows for group, rows in gaps.items() if group != tables.SPAN}
+    classification = {group: rows for group, rows in gaps.items() if group != SPAN}
 
     def untested(rows: pd.DataFrame) -> str | None:
         verdict = rows["untying helps"].iloc[0] if len(rows) else ""
-        return verdict if verdict.startswith(stats.NOT_TESTABLE) else None
+        return verdict if verdict.startswith(rule.NOT_TESTABLE) else None
 
     def each(text, verdicts: bool = False) -> str:
         parts = []
@@ -115,8 +118,8 @@ def _gap_text(gaps: dict[str, pd.DataFrame]) -> dict:
         return "; ".join(parts) or "not run"
 
     span = "not run"
-    if tables.SPAN in gaps:
-        rows = gaps[tables.SPAN]
+    if SPAN in gaps:
+        rows = gaps[SPAN]
         changes = [f"{row['untied score'] - row['tied score']:+.1f} points for {u}" for u, row in rows.iterrows()]
         span = (f"{', '.join(changes)} ({untested(rows)})" if untested(rows) else
                 "; ".join(f"{c} ({row['untying helps']})" for c, (_, row) in zip(changes, rows.iterrows())))

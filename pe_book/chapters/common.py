@@ -5,7 +5,9 @@ A notebook's runner only reads the store unless the notebook is given ``compute=
 parameter :data:`COMPUTE`; ``pe-book book`` passes it unless built ``--stored-only``): then its
 ``ensure_*`` methods compute what the store lacks (a rerun with other parameters trains what it
 needs). A book built with ``pe-book book --stored-only`` (environment variable :data:`STORED_ONLY`)
-refuses to compute whatever its notebooks are given.
+refuses to compute whatever its notebooks are given. A runner that only reads takes the data its
+keys and tables need from the store's data record where there is one
+(:class:`~pe_book.experiments.stored_data.StoredRunner`): no corpus, tokenizer or task is prepared.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from pe_book import tables
 from pe_book.experiments.baselines import LABELS, baseline_payloads
 from pe_book.experiments.profiles import get_profile
 from pe_book.experiments.runner import Runner
+from pe_book.experiments.stored_data import StoredRunner
 from pe_lib.data.tasks import TASKS, get_task
 from pe_lib.errors import InputError
 from pe_lib.positions import resolve_variants
@@ -39,11 +42,12 @@ def open_runner(profile: str, results: str = "results", compute: bool = False):
     """A :class:`~pe_book.experiments.runner.Runner` of the named profile on the artifact store
     ``results``, without progress bars. It computes what the store lacks only with ``compute`` (and
     never under :data:`STORED_ONLY`); one that only reads refuses, in one line naming the folder it
-    looked in, a ``results`` folder that does not exist or holds none of the profile's artifacts."""
-    computes = compute and os.environ.get(STORED_ONLY) != "1"
-    runner = Runner(get_profile(profile), results=results, progress=False, compute=computes)
-    if not computes:
-        check_results_folder(runner, results)
+    looked in, a ``results`` folder that does not exist or holds none of the profile's artifacts
+    (its data from the store's data record: :class:`~pe_book.experiments.stored_data.StoredRunner`)."""
+    if compute and os.environ.get(STORED_ONLY) != "1":
+        return Runner(get_profile(profile), results=results, progress=False)
+    runner = StoredRunner(get_profile(profile), results=results, progress=False)
+    check_results_folder(runner, results)
     return runner
 
 

@@ -11,13 +11,10 @@ import pandas as pd
 
 from pe_book import tables
 from pe_book.chapters import common
+from pe_book.chapters.paper_figure import PANELS, maps_of, panels
 from pe_lib import geometry
 from pe_lib.positions import parse_variant, resolve_variants
 
-#: The paper's figure: (panel letter, variant, map kind).
-PANELS = (("a", "ape-learned", "ape"), ("b", "ape-learned+rpe-learned", "ape"), ("c", "ape-sin-learned", "ape"),
-          ("d", "ape-sin-learned+rpe-learned", "ape"), ("e", "rpe-learned", "rpe"),
-          ("f", "ape-learned+rpe-learned", "rpe"))
 INDICATORS = ["monotonicity", "monotonicity_local", "translation_invariance"]  # a Gram matrix is symmetric
 APE_COLUMNS = INDICATORS + ["near cosine", "far cosine", "contrast cosine", "contrast at init"]
 RPE_COLUMNS = INDICATORS + ["norm_ratio", "norm_ratio at init", "small_cosine", "large_cosine"]
@@ -38,8 +35,7 @@ class DotProducts:
 
     def panels(self, state: str) -> list[tuple[str, np.ndarray | None, str]]:
         """The paper's figure in ``state``: ``(title, matrix or None when not run, kind)`` per panel."""
-        return [(f"({letter}) {variant}\n{kind.upper()}", self.maps.get((variant, state, kind)), kind)
-                for letter, variant, kind in PANELS]
+        return panels(self.maps, state)
 
     def others(self) -> list[tuple[str, np.ndarray, str]]:
         """The trained maps of every variant the paper's figure does not show."""
@@ -57,8 +53,7 @@ def compute(runner, variants: Sequence[str] = (), window: int = 8, small_offset:
     names = resolve_variants(variants, runner.profile.variants)
     shown = [n for n in names if parse_variant(n).absolute or parse_variant(n).has_offset_table]
     analyses = {name: runner.ensure_analysis(name) for name in shown}
-    maps = {(name, state, kind): a.arrays[f"{state}.{kind}"] for name, a in analyses.items()
-            for kind in ("ape", "rpe") for state in ("init", "trained") if f"trained.{kind}" in a.arrays}
+    maps = maps_of(analyses)
     payloads = {name: a.payload for name, a in analyses.items()}
     stored = {name: a.arrays for name, a in analyses.items()}
     ape_geometry = {name: {**{f"{key} cosine": v for key, v in geometry.ape_locality(a["trained.ape"], window).items()},

@@ -1,23 +1,23 @@
 """The book's opening page (00): the answer first. The paper's claims with their verdicts at this
-run's scale (from :func:`pe_book.chapters.findings.compute`, the findings chapter's rule), in a
-narrow table, the scale in one sentence, and the paper's figure redrawn from the pretrained models."""
+run's scale (:func:`pe_book.chapters.paper_verdicts.paper_verdicts`, the findings chapter's rule),
+in a narrow table, the scale in one sentence, and the paper's figure redrawn from the pretrained
+models (:mod:`pe_book.chapters.paper_figure`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import pandas as pd
 
-from pe_book.chapters import dot_products, findings
-
-#: Simulated runs of the rule's operating characteristics: the intro shows none of them.
-RUNS = 100
+from pe_book.chapters.paper_figure import figure_panels
+from pe_book.chapters.paper_verdicts import NARROW_COLUMNS, narrow_verdicts, paper_verdicts
+from pe_book.chapters.run_scale import scale_text
 
 
 @dataclass
 class Intro:
-    """``verdicts`` (one row per claim: :data:`pe_book.chapters.findings.NARROW_COLUMNS`), the
+    """``verdicts`` (one row per claim: :data:`pe_book.chapters.paper_verdicts.NARROW_COLUMNS`), the
     ``panels`` of the paper's figure after pretraining
-    (:meth:`pe_book.chapters.dot_products.DotProducts.panels`) and ``cited``."""
+    (:func:`pe_book.chapters.paper_figure.figure_panels`) and ``cited``."""
     verdicts: pd.DataFrame
     panels: list
     cited: dict
@@ -25,10 +25,10 @@ class Intro:
 
 def compute(runner) -> Intro:
     """The verdicts and the figure of ``runner``'s profile (what the store lacks is computed)."""
-    result = findings.compute(runner, runs=RUNS)
-    narrow = findings.narrow_verdicts(result.verdicts)
-    counts = narrow[findings.NARROW_COLUMNS["verdict"]].str.extract(r"^(not \w+|\w+)")[0].value_counts()
-    cited = {"scale_text": result.cited.get("scale_text", ""), "n_claims": len(narrow),
+    run = paper_verdicts(runner)
+    narrow = narrow_verdicts(run.verdicts)
+    counts = narrow[NARROW_COLUMNS["verdict"]].str.extract(r"^(not \w+|\w+)")[0].value_counts()
+    cited = {"scale_text": scale_text(runner, run.names, run.finetuned, run.profile), "n_claims": len(narrow),
              "verdict_counts": ", ".join(f"{n} {word}" for word, n in counts.items()) or "none",
              "profile_name": runner.profile.name}
-    return Intro(narrow, dot_products.compute(runner).panels("trained"), cited)
+    return Intro(narrow, figure_panels(runner, "trained"), cited)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from pe_book import bench
+from pe_book.bench import pipeline_speed, report
 from pe_lib.errors import InputError
 
 
@@ -45,7 +45,7 @@ def compute(bench_json: str | Path = "results/bench.json") -> Performance:
     """The benchmark run saved in ``bench_json`` (``make bench``)."""
     path = Path(bench_json)
     if not path.exists():
-        raise InputError(f"{bench_json} not found: run `make bench` (python -m pe_book.bench --json {bench_json})")
+        raise InputError(f"{bench_json} not found: run `make bench` (pe-book bench --json {bench_json})")
     result = json.loads(path.read_text())
     machine = result["machine"]
     hf, variants = pd.DataFrame(result["hf"]), pd.DataFrame(result["variants"])
@@ -77,11 +77,11 @@ def compute(bench_json: str | Path = "results/bench.json") -> Performance:
     section = result.get("fine-tune", {})
     cited.update(finetune_cited(section))
     return Performance(hf, variants, relative, mfu, smoke, profile, floor, finetune_table(section), finetune_time(section),
-                       pd.DataFrame(bench.targets(result)), cited)
+                       pd.DataFrame(report.targets(result)), cited)
 
 
 #: What the chapter says in place of the fine-tune section's figures when the benchmark run has none.
-NO_FINETUNE = "no fine-tune section in this benchmark run: python -m pe_book.bench --sections fine-tune --json results/bench.json --update"
+NO_FINETUNE = "no fine-tune section in this benchmark run: pe-book bench --sections fine-tune --json results/bench.json --update"
 
 
 def glue_key(kind: str) -> str:
@@ -106,14 +106,14 @@ def finetune_time(section: dict) -> pd.DataFrame:
     if not rows:
         return pd.DataFrame()
     table = pd.DataFrame([r["seconds"] for r in rows], index=[f"{r['kind']} ({r['task']}), {r['when']}" for r in rows])
-    return table[[*bench.FINETUNE_PHASES, "other"]]  # the phases in the order of a fine-tuning (the JSON sorts them)
+    return table[[*pipeline_speed.FINETUNE_PHASES, "other"]]  # the phases in the order of a fine-tuning (the JSON sorts them)
 
 
 def finetune_cited(section: dict) -> dict:
     """Glue values of the fine-tune section: its machine and commit, and per task kind and code
     (before, after) the ratio to pretraining's tokens/s, the padding and evaluation shares."""
     rows = section.get("rows", [])
-    cited = {f"finetune_{name}_{glue_key(kind)}_{when}": math.nan for kind in bench.FINETUNE_TASKS for when in ("before", "after")
+    cited = {f"finetune_{name}_{glue_key(kind)}_{when}": math.nan for kind in pipeline_speed.FINETUNE_TASKS for when in ("before", "after")
              for name in ("ratio", "tokens", "padding", "evaluation")}
     if not rows:
         return cited | {"finetune_note": NO_FINETUNE, "finetune_worst_ratio": math.nan, "finetune_machine": "not measured",
@@ -135,7 +135,7 @@ def finetune_cited(section: dict) -> dict:
 def floor_table(profile: pd.DataFrame) -> pd.DataFrame:
     """pe_lib's step time, its matmul floor and the largest possible speed-up per dtype, beside HF's step time."""
     if not len(profile):
-        return pd.DataFrame({"note": ["no profile section in this benchmark run: python -m pe_book.bench --sections profile"]})
+        return pd.DataFrame({"note": ["no profile section in this benchmark run: pe-book bench --sections profile"]})
     ours = profile[profile["model"] == "pe_lib"].set_index("dtype")
     theirs = profile[profile["model"] == "hf"].set_index("dtype")
     return ours[["step_ms", "matmul_floor_ms", "max_speedup"]].assign(hf_step_ms=theirs["step_ms"])

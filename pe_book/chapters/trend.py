@@ -8,7 +8,7 @@ single runs,
 .. math::  d_b = y_{a,b} - y_{c,b}.
 
 One run has no variance of its own, so each variant's is **borrowed** from a reference profile
-(the published run) at its one budget, from the variance components of :mod:`pe_book.stats`:
+(the published run) at its one budget, from the variance components of :mod:`pe_book.verdicts`:
 a run with one pretraining and one fine-tuning seed varies by
 :math:`\sigma^2_v = \sigma^2_\mathrm{pre} + \sigma^2_{\mathrm{ft},v}`, so
 
@@ -29,7 +29,7 @@ and the largest budget both exclude zero, on opposite sides; otherwise it **grow
 at the largest budget than at the smallest; otherwise there is **no trend** at this resolution,
 and the slope a test of the same size would detect with 80% power says how large a trend could
 have been seen. A claim's comparisons get Bonferroni intervals over its comparisons (familywise
-level ``alpha``), as in :mod:`pe_book.stats`.
+level ``alpha``), as in :mod:`pe_book.verdicts`.
 """
 from __future__ import annotations
 
@@ -40,9 +40,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from pe_book import claims, stats, tables, testability
+from pe_book import tables
 from pe_book.chapters import common
+from pe_book.experiments.baselines import stored_baselines
 from pe_book.experiments.runner import Runner, stage_name
+from pe_book.verdicts import claims, intervals, mixed_model, power, testability
+from pe_book.verdicts.groups import score_groups
 from pe_lib.data.tasks import get_task
 
 #: The key effects of issue 36, item 6: (higher, lower) variants of each difference shown.
@@ -116,7 +119,7 @@ def _same_model(reference: Runner, variant: str, p: int, steps: int, config: dic
     return reference.finetune_config(variant, config["task"], config["seed"], p) == config
 
 
-def run_variance(per_seed: pd.DataFrame, columns: Sequence[str], alpha: float = stats.ALPHA) -> tuple[pd.DataFrame, dict]:
+def run_variance(per_seed: pd.DataFrame, columns: Sequence[str], alpha: float = mixed_model.ALPHA) -> tuple[pd.DataFrame, dict]:
     """The variance of ONE run (one pretraining seed, one fine-tuning seed) per variant (rows) and
     column, ``sigma2_pre + sigma2_ft,v`` from the components of ``per_seed`` (a reference run with
     several seeds), and the pretraining df per column; NaN where unknown."""
@@ -126,7 +129,7 @@ def run_variance(per_seed: pd.DataFrame, columns: Sequence[str], alpha: float = 
         if column not in per_seed.columns or per_seed[column].dropna().empty:
             df[column] = 0.0
             continue
-        col = stats.column_stats(per_seed, column, alpha)
+        col = mixed_model.column_stats(per_seed, column, alpha)
         c = col.components
         within = np.nan_to_num(c.within)
         for i, variant in enumerate(col.variants):
@@ -145,7 +148,7 @@ def effect_rows(per_budget: Mapping[int, pd.DataFrame], pairs: Sequence[tuple[st
         for column in columns:
             var = (_cell(variance, higher, column) + _cell(variance, lower, column))
             se, dof = math.sqrt(var) if var >= 0 else math.nan, df.get(column, 0.0)
-            half = float(stats.interval_halfwidth(se, dof, level_alpha)) if not math.isnan(se) else math.nan
+            half = float(intervals.interval_halfwidth(se, dof, level_alpha)) if not math.isnan(se) else math.nan
             for tokens, per_seed in per_budget.items():
                 means = _means(per_seed, column)
                 if higher not in means or lower not in means:
@@ -191,9 +194,9 @@ def slope(effect: pd.DataFrame, level_alpha: float) -> dict:
     s = float((centred * effect["difference"].to_numpy()).sum() / sxx)
     se = math.sqrt(float((centred ** 2 * effect["se"].to_numpy() ** 2).sum())) / sxx
     dof = float(effect["df"].iloc[0])
-    half = float(stats.interval_halfwidth(se, dof, level_alpha)) if not math.isnan(se) else math.nan
+    half = float(intervals.interval_halfwidth(se, dof, level_alpha)) if not math.isnan(se) else math.nan
     row.update({"slope": s, "slope low": s - half, "slope high": s + half,
-                "detectable slope": stats.mde(se, dof, level_alpha)})
+                "detectable slope": power.mde(se, dof, level_alpha)})
     if math.isnan(half):
         return {**row, "direction": UNKNOWN}
     if (first["low"] > 0 and last["high"] < 0) or (first["high"] < 0 and last["low"] > 0):
@@ -225,19 +228,19 @@ def learned_by_budget(per_budget: Mapping[int, pd.DataFrame], selection: Mapping
                       variance: pd.DataFrame, df: Mapping[str, float], bars: Mapping[str, tuple[str, float]],
                       groups: Mapping[str, Sequence[str]], order_sensitive: Collection[str], alpha: float,
                       control: str = testability.NO_ORDER) -> pd.DataFrame:
-    """The gate of :mod:`pe_book.testability` at each budget, on single runs: per budget and
+    """The gate of :mod:`pe_book.verdicts.testability` at each budget, on single runs: per budget and
     column (each task of ``bars``: task -> its best order-free baseline ``(name, score)``, and each group of
     several tasks), the best variant (chosen on the validation scores ``selection``), its score, the
     lower end of its two-sided ``1 - alpha`` interval from its borrowed variance, the bar, and on
     order-sensitive columns the gap to ``control`` with its low. A column is *learned* when the low
     is above the bar and, where held to the control, the gap's low above 0 (where the variance is
-    unknown: the score and the gap themselves, as :func:`pe_book.stats.learned` does); a group when
+    unknown: the score and the gap themselves, as :func:`pe_book.verdicts.gate.learned` does); a group when
     each of its tasks is."""
     bar = testability.column_bars(bars, groups)
     several = {name: tasks for name, tasks in groups.items() if len(tasks) > 1}
 
     def half(variance_of_run: float, dof: float) -> float:
-        return float(stats.interval_halfwidth(math.sqrt(variance_of_run), dof, alpha))
+        return float(intervals.interval_halfwidth(math.sqrt(variance_of_run), dof, alpha))
 
     rows = []
     for tokens, per_seed in per_budget.items():
@@ -290,7 +293,7 @@ def style_claims(claim_table: pd.DataFrame, budgets: bool = False):
             .hide(axis="index").set_table_attributes('class="dataframe"'))
 
 
-def compute(runner: Runner, reference: Runner | None = None, alpha: float = stats.ALPHA) -> Trend:
+def compute(runner: Runner, reference: Runner | None = None, alpha: float = mixed_model.ALPHA) -> Trend:
     """The trend of the key effects (per task and group of several tasks) from what ``runner``'s
     store holds (and ``reference``'s, for the models both hold under one key), each run's variance
     borrowed from ``reference``'s stored runs at its budget; familywise level ``alpha`` per claim,
@@ -299,7 +302,7 @@ def compute(runner: Runner, reference: Runner | None = None, alpha: float = stat
     variants = list(dict.fromkeys(variants))
     specs = {t: get_task(t) for t in runner.profile.tasks}
     kinds = {t: s.meta.kind for t, s in specs.items()}
-    groups = tables.score_groups(specs)
+    groups = score_groups(specs)
     columns = list(specs) + list(groups)
     shown = list(specs) + [name for name, group in groups.items() if len(group) > 1]  # a one-task group is its task
     payloads = stored_payloads(runner, variants, list(specs), reference)
@@ -311,7 +314,8 @@ def compute(runner: Runner, reference: Runner | None = None, alpha: float = stat
     span_tasks = [t for t, kind in kinds.items() if kind == "span"]
     claim_table = claim_trends(claims.paper_claims(span_tasks=span_tasks), per_budget, variance, df, variants, alpha)
     stored_runs = sum(len(found) for found in payloads.values())
-    learned = learned_by_budget(per_budget, validation, variance, df, testability.task_bars(runner, list(specs)), groups,
+    bars = testability.task_bars(stored_baselines(runner, specs))
+    learned = learned_by_budget(per_budget, validation, variance, df, bars, groups,
                                 [t for t, spec in specs.items() if spec.order_sensitive], alpha)
     trend = Trend(per_budget, variance, df, effect_rows(per_budget, pairs, shown, variance, df, alpha), claim_table,
                   shown, sorted(per_budget), learned)
@@ -337,7 +341,7 @@ def _reference_scores(reference: Runner, variants: Sequence[str], specs: Mapping
     return tables.per_seed_scores(tables.score_records(found, {t: specs[t].meta.kind for t in tasks}), groups)
 
 
-def read(profile: str, reference: str = "", results: str = "results", alpha: float = stats.ALPHA) -> Trend | None:
+def read(profile: str, reference: str = "", results: str = "results", alpha: float = mixed_model.ALPHA) -> Trend | None:
     """The trend of the runs of ``profile`` (None when it is empty: the book leaves the trend
     out), its variance borrowed from ``reference``'s (none when empty), both on ``results``."""
     if not profile:

@@ -9,7 +9,7 @@ import sys
 import time
 
 from pe_book.book import BOOK_PROFILES, ROOT, BookError, build, build_page
-from pe_book.commands.common import PUBLISHED_PROFILE
+from pe_book.commands.common import PUBLISHED_PROFILE, need_checkout
 
 
 def configure(parser) -> None:
@@ -29,6 +29,7 @@ def configure(parser) -> None:
 
 
 def run(args) -> int:
+    need_checkout("pe-book book")
     start = time.perf_counter()
     try:
         if args.page:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+from pathlib import Path
 
 from pe_lib.errors import InputError
 
@@ -18,6 +19,32 @@ PUBLISHED_PROFILE = "cpu"
 COMPUTING_PROFILE = "smoke"
 
 
+def checkout_root() -> Path | None:
+    """The repository checkout this package runs from (an editable install, or ``python -m`` in a
+    clone), or None for an installed copy (``pip install .``): that has no notebooks, book
+    configuration, ``pyproject.toml`` or committed results."""
+    root = Path(__file__).resolve().parents[2]
+    return root if (root / "pyproject.toml").is_file() and (root / "notebooks").is_dir() else None
+
+
+def installed_repository_url() -> str:
+    """``[project.urls] Repository`` as the installed distribution's metadata keeps it."""
+    from importlib.metadata import metadata
+
+    urls = dict(entry.split(", ", 1) for entry in metadata("pe-lib").get_all("Project-URL") or [])
+    return urls.get("Repository", "the project's repository")
+
+
+def need_checkout(what: str) -> Path:
+    """The checkout's root, or one :class:`InputError` saying that ``what`` needs one (and how to get it)."""
+    root = checkout_root()
+    if root is None:
+        url = installed_repository_url()
+        raise InputError(f"{what} needs a clone of the repository (its notebooks, book configuration and results), "
+                         f"and this is an installed copy: git clone {url}, then run it in the clone (pip install -e .)")
+    return root
+
+
 def add_profile(parser: argparse.ArgumentParser, default: str = COMPUTING_PROFILE) -> None:
     """``--profile`` (one of the profiles registry's, :data:`pe_book.experiments.profiles.PROFILES`),
     ``--cache`` and ``--no-progress``."""
@@ -26,6 +53,14 @@ def add_profile(parser: argparse.ArgumentParser, default: str = COMPUTING_PROFIL
     parser.add_argument("--profile", default=default, choices=sorted(PROFILES), help=f"experiment profile (default: {default})")
     parser.add_argument("--cache", default=None, help="data cache folder (default: $PE_LIB_CACHE or ~/.cache/pe-book)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def add_set(parser: argparse.ArgumentParser) -> None:
+    """``--set FIELD.PATH=VALUE`` (repeatable, into ``args.overrides``): a profile field overridden
+    (:mod:`pe_book.experiments.overrides`)."""
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD.PATH=VALUE", dest="overrides",
+                        help="override a profile field, e.g. pretrain.steps=2, model.hidden_size=64, tasks=cola,sst2 "
+                             "(repeatable); an overridden value is part of the keys of the artifacts it enters")
 
 
 def positive_int(text: str) -> int:
@@ -139,13 +174,13 @@ def model_config(path: str):
 def wrong_type_in_config(config_file) -> str | None:
     """The first value of a ``config.json`` whose type differs from the default's (a string where a
     number belongs, 2.0 or [2] where an integer does: the config class accepts some and the model
-    then fails with an unrelated message), or a size out of range (:data:`pe_lib.model.SIZE_FIELDS`),
+    then fails with an unrelated message), or a size out of range (:data:`pe_lib.config.SIZE_FIELDS`),
     or a probability outside [0, 1]; None when every value is plausible."""
     import json
 
     from transformers import CONFIG_MAPPING
 
-    from pe_lib.model import wrong_value
+    from pe_lib.config import wrong_value
 
     try:
         values = json.loads(config_file.read_text(encoding="utf-8"))
@@ -202,7 +237,7 @@ def parameter_problem(info: dict, config) -> str | None:
     loading info), in words, or None: one of another shape than the config gives, one missing (it
     was initialised at random), or, for a PEBert model, one it has no place for (the position table
     of another variant). Other HF checkpoints may keep heads their model does not use."""
-    from pe_lib.model import PEBertConfig
+    from pe_lib.config import PEBertConfig
 
     def names(keys) -> str:
         keys = sorted(keys)

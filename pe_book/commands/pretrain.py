@@ -11,7 +11,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from pe_book.commands.common import (add_profile, existing_file, non_negative_int, positive_int,
+from pe_book.commands.common import (add_profile, add_set, existing_file, non_negative_int, positive_int,
                                      tokenizer_folder)
 from pe_lib.errors import InputError
 
@@ -19,8 +19,9 @@ from pe_lib.errors import InputError
 def configure(parser) -> None:
     parser.add_argument("--variant", required=True, help="position embedding, e.g. ape-learned or ape-sin+rpe-learned")
     add_profile(parser)
+    add_set(parser)
     parser.add_argument("--out", help="run folder (default: the profile's work folder for this variant)")
-    parser.add_argument("--steps", type=positive_int, help="override the profile's number of steps")
+    parser.add_argument("--steps", type=positive_int, help="override the profile's number of steps (after --set)")
     parser.add_argument("--batch-size", type=positive_int, help="override the profile's global batch size")
     parser.add_argument("--seed", type=non_negative_int, default=0, help="pretraining seed (default 0)")
     parser.add_argument("--precision", choices=("auto", "bf16", "fp32"), help="override the profile's precision")
@@ -33,11 +34,13 @@ def run(args) -> int:
     from accelerate import PartialState
     from transformers import BertTokenizer
 
+    from pe_book.experiments.overrides import with_overrides
     from pe_book.experiments.profiles import get_profile
     from pe_book.experiments.runner import Runner
-    from pe_lib.training.pretrain import MLMData, pretrain, text_blocks
+    from pe_lib.training.mlm import MLMData, text_blocks
+    from pe_lib.training.pretrain import pretrain
 
-    profile = get_profile(args.profile)
+    profile = with_overrides(get_profile(args.profile), args.overrides)
     overrides = {k: v for k, v in (("steps", args.steps), ("batch_size", args.batch_size), ("precision", args.precision))
                  if v is not None}
     # The overridden settings become the profile's, so they are in the run folder's key: another

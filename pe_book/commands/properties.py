@@ -32,7 +32,7 @@ def available_kinds(model) -> list[str]:
 def run(args) -> int:
     from pe_book.commands.common import BadOptionValue, check_weights, load_model, model_config
     from pe_lib.errors import InputError
-    from pe_lib.model import PEBertConfig
+    from pe_lib.config import PEBertConfig
     from pe_lib.probing import absolute_position_matrix, proximity
     from pe_lib.properties import indicators
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pe_book.commands.common import PUBLISHED_PROFILE
+from pe_book.commands.common import PUBLISHED_PROFILE, checkout_root, installed_repository_url, need_checkout
 
 
 def configure(parser) -> None:
@@ -15,7 +15,8 @@ def configure(parser) -> None:
     from pe_book.experiments.profiles import PROFILES
 
     sub = parser.add_subparsers(dest="action", required=True)
-    colab = sub.add_parser("colab", help="write the Colab notebooks of the chapters (the branch colab's files)")
+    colab = sub.add_parser("colab", help="write the Colab notebooks of the chapters (the branch colab's files); "
+                                          "their text takes the values of the executed book (make book first)")
     colab.add_argument("--commit", required=True, help="the 40-digit commit the book was built from")
     colab.add_argument("--out", required=True, help="folder to write book/<chapter>.ipynb into")
     colab.add_argument("--profile", default=PUBLISHED_PROFILE, choices=sorted(BOOK_PROFILES),
@@ -34,6 +35,12 @@ def configure(parser) -> None:
 def run(args) -> int:
     from pe_book.publish import check_repository, pages_url, repository_url
 
+    if args.action == "url" and checkout_root() is None:  # an installed copy: the URL its metadata keeps
+        url = installed_repository_url()
+        print(url)
+        print(pages_url(url))
+        return 0
+    need_checkout(f"pe-book publish {args.action}")
     if args.action == "colab":
         from pe_book.book import chapter_parameters
         from pe_book.publish import write_colab_notebooks

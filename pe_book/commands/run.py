@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable
+from pathlib import Path
 
-from pe_book.commands.common import BadOptionValue, add_profile, positive_int
+from pe_book.commands.common import BadOptionValue, add_profile, add_set, positive_int
+from pe_book.experiments.cards import CARDS
 from pe_lib.errors import InputError
 
 
@@ -14,9 +16,7 @@ def configure(parser) -> None:
     add_profile(parser)
     parser.add_argument("--variants", nargs="+", metavar="V", help="only these variants (default: the profile's)")
     parser.add_argument("--tasks", nargs="+", metavar="T", help="only these tasks (default: the profile's)")
-    parser.add_argument("--set", action="append", default=[], metavar="FIELD.PATH=VALUE", dest="overrides",
-                        help="override a profile field, e.g. pretrain.steps=2, model.hidden_size=64, tasks=cola,sst2 "
-                             "(repeatable); an overridden value is part of the keys of the artifacts it enters")
+    add_set(parser)
     parser.add_argument("--pretrain-seeds", type=positive_int, metavar="N",
                         help="at most the first N pretraining seeds of each variant (default: the profile's); "
                              "their artifacts keep their keys")
@@ -31,6 +31,16 @@ def configure(parser) -> None:
                         help="end the run before a model whose missing artifacts (pretraining, analysis, "
                              "fine-tunings) would not finish within SECONDS, at the rates this profile's stored "
                              "artifacts measured, so that no partial run is lost")
+    parser.add_argument("--card", choices=sorted(CARDS), metavar="CARD",
+                        help="with --dry-run: the GPU-hours and memory per device of every model of the profile on "
+                             f"this card ({', '.join(sorted(CARDS))}): at the rate results/bench.json measured on it, "
+                             "else at a stated share of its peak")
+    parser.add_argument("--devices", type=positive_int, default=1, metavar="N",
+                        help="with --card: the number of cards the global batch is split over (default 1)")
+    parser.add_argument("--record-data", action="store_true",
+                        help="only write the profile's data record beside its results (<results>/<folder>/data/: "
+                             "fingerprints, tokenizer, task sizes; a book from stored results then needs no data); "
+                             "a run without --set or --tasks writes it too")
     parser.add_argument("--check", action="store_true",
                         help="with --dry-run: exit 1 when a stored artifact is not one this code would read "
                              "(an orphan: its key no longer matches, e.g. another machine's tokenizer)")
@@ -41,21 +51,38 @@ def run(args) -> int:
     from pe_book.experiments.profiles import get_profile
     from pe_book.experiments.overrides import with_overrides
     from pe_book.experiments.runner import Runner
+    from pe_book.experiments.stored_data import record_data
     from pe_lib.data.tasks import get_task
     from pe_lib.positions import parse_variant
 
     check_named_once("--variants", args.variants, lambda name: parse_variant(name).name)
     check_named_once("--tasks", args.tasks, lambda name: get_task(name).meta.name)
     profile = with_overrides(get_profile(args.profile), args.overrides)
+    if (args.card or args.devices != 1) and not args.dry_run:
+        raise InputError("--card and --devices go with --dry-run")
+    if args.card:  # from the profile alone: printed even where its data cannot be loaded
+        print_card_estimate(profile, args.card, args.devices, Path(args.results) / "bench.json")
     unavailable = check_tasks_available(profile, args.tasks)
     runner = Runner(profile.with_first_pretrain_seeds(args.pretrain_seeds, args.variants) if args.pretrain_seeds else profile,
                     args.results, args.work, args.cache, progress=not args.no_progress)
+    absent = absent_results(runner)
     if args.dry_run:
+        if absent:
+            print(f"note: {absent}; everything below is counted as to compute")
         return dry_run(runner, args.variants, args.tasks, args.check, args.estimate_from,
                        whole=runner.with_profile(profile) if args.pretrain_seeds else None, unavailable=unavailable)
     if args.check or args.estimate_from:
         raise InputError(f"{'--check' if args.check else '--estimate-from'} goes with --dry-run")
-    check_committed(profile)
+    if absent and profile.name in published_profiles() and not runner.store.root.is_dir():
+        raise InputError(f"{absent}; to compute them all here anyway (many hours), create the folder first: "
+                         f"mkdir -p {runner.store.root}")
+    if not args.record_data:
+        check_committed(profile)
+    if args.record_data or not (args.overrides or args.tasks):  # the profile's own data, all its tasks
+        folder = record_data(runner, [t for t in profile.tasks if t not in unavailable])
+        if args.record_data:
+            print(f"profile {args.profile}: data record in {folder}")
+            return 0
     stop = costs.stop_when_out_of_time(runner, args.stop_after) if args.stop_after else None
     timings = runner.run(args.variants, args.tasks, stop)
     print(f"profile {args.profile}: artifacts in {runner.store.root}" + (f" ({runner.stopped})" if runner.stopped else ""))
@@ -73,6 +100,26 @@ def check_named_once(option: str, names: list[str] | None, canonical: Callable[[
     if repeated:
         spelled = ", ".join(name for name, c in zip(names, canonical_names) if c == repeated[0])
         raise BadOptionValue(option, f"{repeated[0]} is named more than once ({spelled}); name each once")
+
+
+def published_profiles() -> set[str]:
+    """The profiles whose results the published book reads (committed in the repository's ``results/``)."""
+    from pe_book.book import BOOK_PROFILES
+    from pe_book.commands.common import PUBLISHED_PROFILE
+
+    return {value for params in BOOK_PROFILES[PUBLISHED_PROFILE].values() for key, value in params.items()
+            if key == "profile" or key.endswith(("_profile", "_reference"))}
+
+
+def absent_results(runner) -> str | None:
+    """Why ``runner``'s store holds none of its profile's artifacts, in words, or None when it holds some."""
+    root = runner.store.root
+    if root.is_dir() and runner.store.artifact_folders():
+        return None
+    where = "does not exist" if not root.is_dir() else "holds no artifact"
+    published = (" (the published profiles' results are committed in the repository's results/: run from a clone's "
+                 "root, or give --results CLONE/results)") if runner.profile.name in published_profiles() else ""
+    return f"{root} {where}{published}"
 
 
 def check_committed(profile) -> None:
@@ -155,3 +202,26 @@ def print_estimate(runner, planned, calibration: str) -> None:
     for row in table.itertuples():
         unknown = f" ({row.unknown} unknown)" if row.unknown else ""
         print(f"  {row.Index:14s} {row[1]:5d} to compute  {row.hours:7.2f} h{unknown}")
+
+
+def print_card_estimate(profile, card: str, devices: int, bench: Path) -> None:
+    """The GPU-hours and memory per device of every model of ``profile`` on ``devices`` cards
+    (:func:`pe_book.experiments.costs.card_estimate`), at the rates ``bench`` measured where it has any."""
+    import json
+
+    from pe_book.experiments import costs
+
+    e = costs.card_estimate(profile, CARDS[card], devices, json.loads(bench.read_text()) if bench.is_file() else None)
+    fits = "fits" if e.memory_gib <= e.card.memory_gib else (
+        "does not fit: raise --set pretrain.accumulation_steps=N, or --set pretrain.activation_checkpointing=true")
+    precision = "fp32" if profile.pretrain.precision == "fp32" else "bf16"
+    print(f"on {devices} x {e.card.name} ({e.card.memory_gib:.0f} GiB, {e.card.bf16_tflops:.0f} bf16 TFLOP/s dense), "
+          f"every model of profile {profile.name} ({e.models} pretrainings of {profile.pretrain.steps:,} steps):")
+    print(f"  memory per device {e.memory_gib:.1f} GiB of {e.card.memory_gib:.0f}, {fits}: {e.state_gib:.1f} model states "
+          f"({costs.STATE_BYTES} bytes a parameter: fp32 weights, gradients, AdamW moments), {e.activation_gib:.1f} "
+          f"activations (micro-batch {e.micro_batch} x {profile.seq_len} tokens, {precision}; Korthikanti et al. 2022), "
+          f"{e.logits_gib:.1f} MLM logits")
+    total = e.pretrain_hours + e.finetune_hours
+    print(f"  GPU-hours {total:,.1f}: pretraining {e.pretrain_hours:,.1f}, fine-tuning {e.finetune_hours:,.1f} (padding "
+          f"counted: an upper bound); {total / devices:,.1f} h of wall time")
+    print(f"  rate: {e.rate}")

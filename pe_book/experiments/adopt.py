@@ -24,7 +24,8 @@ from pathlib import Path
 from pe_book.experiments.runner import Runner
 from pe_lib.errors import InputError
 from pe_lib.io import MANIFEST, atomic_dir, atomic_write_text, manifested_dir, read_json, write_json, write_manifest
-from pe_lib.training.pretrain import extend, finished_result, latest_checkpoint, run_identity
+from pe_lib.training.checkpoints import extend, finished_result, latest_checkpoint
+from pe_lib.training.pretrain_config import run_identity
 
 
 @dataclass

@@ -24,11 +24,11 @@ test examples they are scored on (``profile.task_max_eval``):
   on cloze tasks, the word whose neighbours match the blank's ("neighbour match", which reads word
   order). Each is flagged ``order_free`` or not (:func:`reads_order` reads the flag: a rule
   that reads order is a cheap position-using model, shown beside the models as a reference, never
-  the order-free bar of ``pe_book.testability``); on a v2 task each answers "no answer" below a
+  the order-free bar of ``pe_book.verdicts.testability``); on a v2 task each answers "no answer" below a
   confidence threshold chosen on the validation split, as the models do.
 * **a unigram language model** for pretraining (:func:`unigram_validation_loss`): token
   frequencies of the training blocks with add-one smoothing, scored on exactly the masked
-  validation tokens of ``pe_lib.training.pretrain.evaluate`` (same rows, same masks), so that its
+  validation tokens of ``pe_lib.training.mlm.evaluate`` (same rows, same masks), so that its
   loss sits on the axis of the models' validation loss. A model at this loss has learned word
   frequencies and nothing about context.
 
@@ -51,7 +51,8 @@ from pe_lib.data.builders import FUNCTION_WORDS, PLACEHOLDER
 from pe_lib.training import metrics
 from pe_lib.training.finetune import _METRICS as METRIC_FUNCTIONS
 from pe_lib.training.finetune import answers_at, best_null_threshold
-from pe_lib.training.pretrain import MLMData, PretrainConfig, mask_tokens, step_seed
+from pe_lib.training.mlm import MLMData, mask_tokens, step_seed
+from pe_lib.training.pretrain_config import PretrainConfig
 
 #: Add-one (Laplace) smoothing of the unigram model: every token that can be masked has count + 1.
 UNIGRAM_SMOOTHING = 1.0
@@ -301,7 +302,7 @@ def baseline_score(payload: Mapping, name: str, split: str = "test") -> float:
 
 def reads_order(payload: Mapping, name: str) -> bool:
     """Whether a stored baseline of a task reads word order (then it is a cheap position-using
-    model, a reference beside the models, never the order-free bar of :mod:`pe_book.testability`):
+    model, a reference beside the models, never the order-free bar of :mod:`pe_book.verdicts.testability`):
     the ``order_free`` flag it was stored with (from :data:`SPAN_RULES`, or ``True`` for the best
     constant and bag of words, :func:`task_baselines`); in a payload stored before the flag, that of
     its rule in :data:`SPAN_RULES` (a sentence-level baseline is order-free)."""
@@ -371,13 +372,19 @@ def unigram_validation_loss(data: MLMData, cfg: PretrainConfig, smoothing: float
 # ----------------------------------------------------------------------------- for the chapters
 
 
+def stored_baselines(runner, tasks: Sequence[str]) -> dict[str, dict]:
+    """Each task's baselines payload, task -> ``runner.ensure_baselines(task).payload`` (what the
+    verdicts' gate reads: :func:`pe_book.verdicts.testability.gate`)."""
+    return {task: runner.ensure_baselines(task).payload for task in tasks}
+
+
 def baseline_payloads(runner, tasks: Sequence[str]) -> dict[tuple[str, str, int, int], dict]:
     """Baseline scores as fine-tuning payloads keyed ``(row label, task, 0, 0)`` (one run each,
     pretraining and fine-tuning seed 0), the form ``pe_book.tables.score_records`` reads; a baseline a
     task does not have (bag of words for spans) is absent."""
     found = {}
-    for task in tasks:
-        for name, result in runner.ensure_baselines(task).payload["baselines"].items():
+    for task, payload in stored_baselines(runner, tasks).items():
+        for name, result in payload["baselines"].items():
             found[(LABELS[name], task, 0, 0)] = result
     return found
 

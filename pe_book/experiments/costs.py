@@ -31,9 +31,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pe_book.experiments.cards import ASSUMED_MFU, Card
 from pe_book.experiments.runner import PlannedArtifact, Runner
 from pe_book.experiments.store import Artifact, Store, hardware, same_machine_type
-from pe_lib.training.pretrain import latest_checkpoint
+from pe_lib.training.checkpoints import latest_checkpoint
 
 if TYPE_CHECKING:  # pandas is imported by the estimate alone: a dry run without one skips it
     import pandas as pd
@@ -178,3 +179,99 @@ def stop_when_out_of_time(runner: Runner, seconds: float, clock: Callable[[], fl
                 f"{needed / 60:.0f} min at the measured rates, {max(left, 0) / 60:.0f} min are left")
 
     return stop
+
+
+# ----------------------------------------------------------------------------- accelerators
+
+
+#: Training examples of the hub tasks (their train splits), for the fine-tuning of a profile without a cap.
+HUB_TRAIN_EXAMPLES = {"cola": 8_551, "sst2": 67_349, "mrpc": 3_668, "stsb": 5_749, "qnli": 104_743, "rte": 2_490,
+                      "squad": 87_599, "squad_v2": 130_319}
+#: Bytes a parameter takes in training: fp32 weights, gradients and AdamW's two moments.
+STATE_BYTES = 16
+
+
+@dataclass(frozen=True)
+class CardEstimate:
+    """A profile's cost on ``devices`` cards (:func:`card_estimate`)."""
+    card: Card
+    devices: int
+    models: int  # pretrainings
+    parameters: int
+    micro_batch: int
+    state_gib: float
+    activation_gib: float
+    logits_gib: float
+    pretrain_hours: float
+    finetune_hours: float
+    rate: str  # where the throughput came from, in words
+
+    @property
+    def memory_gib(self) -> float:
+        return self.state_gib + self.activation_gib + self.logits_gib
+
+
+def parameter_count(profile, variant: str) -> int:
+    """The parameters of ``profile``'s model of ``variant``, counted on PyTorch's meta device (no memory)."""
+    import torch
+
+    from pe_lib.model import PEBertConfig, PEBertForMaskedLM, quiet_transformers
+
+    config = PEBertConfig(vocab_size=profile.tokenizer["vocab_size"], position_embedding=variant, **profile.model)
+    with torch.device("meta"), quiet_transformers():
+        return sum(p.numel() for p in PEBertForMaskedLM(config).parameters())
+
+
+def flops_per_token(parameters: int, layers: int, hidden: int, length: int) -> float:
+    """Training FLOPs of one token: 6N + 6·L·s·h (Kaplan et al. 2020: 2N + 2·L·s·h forward, twice that backward)."""
+    return 6 * parameters + 6 * layers * length * hidden
+
+
+def activation_gib(profile, micro_batch: int, bf16: bool) -> float:
+    """Activation memory of one micro-batch, after Korthikanti et al. 2022: s·b·h·(34 + 5·a·s/h) bytes a
+    layer in 16-bit (twice that in fp32); with activation checkpointing, 2·s·b·h bytes a layer plus one
+    layer's full activations."""
+    s, h, a, layers = profile.seq_len, profile.model["hidden_size"], profile.model["num_attention_heads"], profile.model["num_hidden_layers"]
+    layer = s * micro_batch * h * (34 + 5 * a * s / h) * (1 if bf16 else 2)
+    total = 2 * s * micro_batch * h * layers + layer if profile.pretrain.activation_checkpointing else layer * layers
+    return total / 2**30
+
+
+def measured_tokens_per_s(bench: dict, profile, card: Card) -> float | None:
+    """Pretraining tokens per second of ``profile``'s model that ``bench`` (``results/bench.json``)
+    measured on ``card`` (its ``mfu`` rows of the profile, on a machine whose GPU the card names),
+    or None."""
+    gpu = (bench.get("machine") or {}).get("gpu") or ""
+    if card.name.split()[1] not in gpu:
+        return None
+    rows = [row["tokens_per_s"] for row in bench.get("mfu", []) if row.get("profile") == profile.name]
+    return statistics.median(rows) if rows else None
+
+
+def card_estimate(profile, card: Card, devices: int = 1, bench: dict | None = None) -> CardEstimate:
+    """GPU-hours and memory per device of every model of ``profile`` on ``devices`` ``card``\\ s: its
+    pretrainings (steps × batch × sequence length tokens) and fine-tunings, at every kept budget (training examples ×
+    epochs × the fine-tuning length, an upper bound: padding counted), at the throughput ``bench``
+    measured on the card (:func:`measured_tokens_per_s`), else at :data:`ASSUMED_MFU` of its peak
+    (:func:`flops_per_token`); memory from :data:`STATE_BYTES` a parameter, :func:`activation_gib`
+    and the MLM logits at the masked positions (bf16, their fp32 copy and its gradient: 10 bytes)."""
+    cfg, model = profile.pretrain, profile.model
+    models = sum(len(profile.pretrain_seeds_for(v)) for v in profile.variants)
+    parameters = max(parameter_count(profile, v) for v in profile.variants)
+    micro_batch = max(1, cfg.batch_size // (devices * cfg.accumulation_steps))
+    bf16 = cfg.precision != "fp32"
+    measured = measured_tokens_per_s(bench or {}, profile, card)
+    per_token = flops_per_token(parameters, model["num_hidden_layers"], model["hidden_size"], profile.seq_len)
+    tokens_per_s = measured or ASSUMED_MFU * card.bf16_tflops * 1e12 / per_token
+    rate = (f"{measured:,.0f} tokens/s measured on the card (results/bench.json)" if measured else
+            f"{ASSUMED_MFU:.0%} of the card's peak, assumed (no rate measured on it in results/bench.json): "
+            f"6N + 6·L·s·h FLOPs a token, N = {parameters / 1e6:.0f}M parameters")
+    pretrain_tokens = models * cfg.steps * cfg.batch_size * profile.seq_len
+    finetune_tokens = models * len(cfg.budgets) * sum(
+        (profile.max_train_for(t) or HUB_TRAIN_EXAMPLES.get(t, 0)) * profile.finetune_for(t).epochs
+        * profile.finetune_for(t).max_seq_len * len(profile.seeds_for(t)) for t in profile.tasks)
+    vocab = profile.tokenizer["vocab_size"]
+    logits = micro_batch * profile.seq_len * cfg.mask_prob * vocab * 10 / 2**30
+    return CardEstimate(card, devices, models, parameters, micro_batch, parameters * STATE_BYTES / 2**30,
+                        activation_gib(profile, micro_batch, bf16), logits,
+                        pretrain_tokens / tokens_per_s / 3600, finetune_tokens / tokens_per_s / 3600, rate)

@@ -15,8 +15,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from pe_lib.config import check_config_values
 from pe_lib.errors import InputError
-from pe_lib.model import check_config_values
 
 #: Profile fields that cannot be overridden: its name (the store folder) and description.
 FIXED = ("name", "description")

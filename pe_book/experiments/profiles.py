@@ -17,12 +17,12 @@ branch on a profile's name.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 
 from pe_lib.data.tasks import TASKS
 from pe_lib.errors import InputError
 from pe_lib.training.finetune import FinetuneConfig
-from pe_lib.training.pretrain import PretrainConfig
+from pe_lib.training.pretrain_config import PretrainConfig
 
 #: The paper's six basic position embeddings (no "none", no combination).
 SINGLE_PES = ("ape-learned", "ape-sin", "ape-sin-learned", "rpe-learned", "rpe-sin", "rpe-sin-learned")
@@ -129,9 +129,6 @@ class Profile:
     def finetune_for(self, task: str) -> FinetuneConfig:
         """The fine-tuning configuration of ``task``: :attr:`finetune` with the task's overrides."""
         return replace(self.finetune, **self.finetune_by_task.get(task, {}))
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
     def with_overrides(self, **fields) -> Profile:
         return replace(self, **fields)
@@ -241,7 +238,7 @@ PAPER_PRETRAINING_SEEDS = {v: 2 for v in PAPER_VARIANTS} | THREE_PRETRAINING_SEE
 #: Fine-tuning seeds: 3 on the classification tasks, 1 on the span tasks, whose fine-tuning costs
 #: about as much as pretraining the model (studies/README.md). With one seed a pretrained model's
 #: span score still carries its fine-tuning noise, so the variance between a variant's pretraining
-#: seeds (``pe_book.stats``: tau^2 with F = 1) holds both sources, and every paper variant has at
+#: seeds (``pe_book.verdicts``: tau^2 with F = 1) holds both sources, and every paper variant has at
 #: least two of them. A group column never mixes seed counts (its tasks share them).
 CPU = Profile(
     name="cpu",
@@ -342,9 +339,9 @@ GPU = Profile(
     description="BERT-base-sized, for accelerators (hub data when online; not run on the CPU machines)",
     model=dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
                max_position_embeddings=512, rpe_max_distance=128),
-    # 256 x 512 tokens a step are about 100-120 GiB of fp32 activations on one device: 4 micro-batches
-    # (the same gradient) and bf16 autocast on CUDA ("auto") fit one 80 GB accelerator; add
-    # `--set pretrain.activation_checkpointing=true` for smaller ones
+    # 4 micro-batches (the same gradient) and bf16 autocast on CUDA ("auto"): the memory per device and
+    # the GPU-hours on a card are computed by `pe-book run --profile gpu --dry-run --card h100`
+    # (pe_book.experiments.costs.card_estimate)
     pretrain=PretrainConfig(steps=100_000, batch_size=256, lr=1e-4, warmup_steps=10_000, log_every=100,
                             eval_every=5000, eval_batches=20, checkpoint_every=2000, accumulation_steps=4),
     finetune=FinetuneConfig(epochs=3, batch_size=32, lr=3e-5, max_seq_len=384, doc_stride=128, max_answer_len=30),

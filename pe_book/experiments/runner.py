@@ -27,33 +27,34 @@ from tqdm.auto import tqdm
 from pe_book.experiments.baselines import UNIGRAM_SMOOTHING, task_baselines, unigram_validation_loss
 from pe_book.experiments.profiles import Profile
 from pe_book.experiments.store import Artifact, Store, git_commit
+from pe_lib.config import PEBertConfig
 from pe_lib.errors import InputError
 from pe_lib.extrapolation import BUCKETS_PER_LENGTH, length_extrapolation
 from pe_lib.data.cache import cache_root
 from pe_lib.data.tasks import prepared_folder
 from pe_lib.io import MANIFEST, content_key, manifested_dir, remove_stale_parts, sha256_file, verified
-from pe_lib.model import PEBertConfig, PEBertForMaskedLM, quiet_transformers
+from pe_lib.model import PEBertForMaskedLM, quiet_transformers
 from pe_lib.positions import parse_variant
-from pe_lib.probing import analyse_positions
+from pe_lib.probing import ANALYSIS_WINDOW, analyse_positions
 from pe_lib.training.finetune import FinetuneConfig, TaskFeatures, feature_cut, finetune, task_features
-from pe_lib.training.pretrain import (MLMData, PretrainConfig, config_identity, finished_result, finished_snapshot,
-                                     launched_processes, pretrain, snapshot_dir, text_blocks, use_bf16)
+from pe_lib.training.checkpoints import finished_result, finished_snapshot, snapshot_dir
+from pe_lib.training.distributed import launched_processes
+from pe_lib.training.mlm import MLMData, text_blocks
+from pe_lib.training.optim import use_bf16
+from pe_lib.training.pretrain import pretrain
+from pe_lib.training.pretrain_config import PretrainConfig, config_identity
 
 #: The version of the code behind each stage, part of every artifact key of that stage. Bump a
 #: stage's number in the commit that changes its numbers (not for a refactor that changes none),
 #: so changed code never reuses a stale artifact and a pure refactor keeps every committed one.
 #: What each number brought: studies/README.md, "Code versions".
+#: ``pe_lib.probing.ANALYSIS_WINDOW`` is part of the analysis stage's code: a change of it goes with
+#: a bump of ``CODE_VERSIONS["analysis"]``.
 CODE_VERSIONS = {"pretrain": 1, "analysis": 1, "extrapolation": 1, "finetune": 3, "baselines": 2}
 #: Stages keyed by another stage's code version (the unigram loss is a baseline).
 CODE_STAGE = {"unigram": "baselines"}
 #: Where a pretraining artifact keeps its model, under ``Profile.weights_in_store``.
 STORED_MODEL = "model"
-
-
-#: Offsets 1..ANALYSIS_WINDOW of the stored local monotonicity (a chapter with another window
-#: recomputes it from the stored maps: ``pe_book.tables.indicator_table``). Part of the analysis
-#: stage's code, so a change of it goes with a bump of ``CODE_VERSIONS["analysis"]``.
-ANALYSIS_WINDOW = 8
 
 
 #: Where the cache keeps task fingerprints (:meth:`Runner.task_fingerprint`): a folder each, its
@@ -243,7 +244,7 @@ class Runner:
         """The key of the model pretrained for ``steps`` (default: the profile's steps). A snapshot's
         is the configuration of a run of that length: the same model, whichever run kept it. A run
         launched as N > 1 processes (torchrun, ``accelerate launch``) is another run than 1 process's
-        (:mod:`pe_lib.training.pretrain`): its key has ``processes``; a 1-process key has none, as
+        (:mod:`pe_lib.training.distributed`): its key has ``processes``; a 1-process key has none, as
         before the count was recorded."""
         variant = parse_variant(variant).name
         pretrain = self.run_pretrain_config(pretrain_seed).at(steps or self.profile.pretrain.steps)

@@ -204,9 +204,30 @@ def get_source(name: str) -> Source:
         raise ValueError(f"unknown source {name!r}; valid sources: {', '.join(sorted(SOURCES))}") from None
 
 
+#: The Debian release whose packages the apt sources pin (by version and sha256).
+DEBIAN_RELEASE = "bookworm"
+
+
+def debian_download_page(src: Source) -> str:
+    """The page of Debian's archive that offers ``src``'s pinned package file for download."""
+    architecture = str(src.filename).rsplit("_", 1)[1].removesuffix(".deb")
+    return f"https://packages.debian.org/{DEBIAN_RELEASE}/{architecture}/{src.package}/download"
+
+
 def _fix_hint(src: Source, root: Path) -> str:
+    """What to do, in words, when ``src`` cannot be fetched: an apt source is Debian 12's package,
+    which another system's apt (Ubuntu, Colab) lacks or builds differently, so the file is named
+    with the page that offers it, and the other apt files still missing with it."""
+    downloads = root / "downloads"
+    if src.method == "apt":
+        missing = [s.filename for s in SOURCES.values()
+                   if s.method == "apt" and s.name != src.name and not (downloads / str(s.filename)).exists()]
+        also = f" (as the other apt sources still missing there: {', '.join(missing)})" if missing else ""
+        return (f"fix: this is Debian 12 ({DEBIAN_RELEASE})'s package, which other systems' apt (Ubuntu, Colab) lack or "
+                f"build differently: download {src.filename} from {debian_download_page(src)} into {downloads}{also}, "
+                f"or go online so the hub source is used; a book built from stored results needs no data")
     return (f"fix: rerun where the {src.method} registry is reachable, or put {src.filename} "
-            f"(sha256 {src.sha256}) into {root / 'downloads'}, or go online so the hub source is used")
+            f"(sha256 {src.sha256}) into {downloads}, or go online so the hub source is used")
 
 
 def _fail(src: Source, root: Path, reason: str) -> SourceUnavailable:

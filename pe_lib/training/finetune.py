@@ -26,7 +26,9 @@ from transformers import get_linear_schedule_with_warmup
 from pe_lib.errors import InputError
 from pe_lib.model import PEBertForQuestionAnswering, PEBertForSequenceClassification, quiet_transformers
 from pe_lib.training import metrics
-from pe_lib.training.pretrain import PRECISIONS, autocast, check_number, param_groups, step_seed, use_bf16
+from pe_lib.training.mlm import step_seed
+from pe_lib.training.optim import autocast, param_groups, use_bf16
+from pe_lib.training.pretrain_config import PRECISIONS, check_number
 
 _METRICS: dict[str, Callable] = {
     "accuracy": metrics.accuracy,

@@ -2,7 +2,8 @@
 
 Objective (Devlin et al. 2019): 15% of the non-special tokens are selected; of those 80% become
 [MASK], 10% a random token, 10% stay; the loss is the cross-entropy at the selected positions.
-AdamW, linear warm-up then a schedule (:data:`SCHEDULES`), gradient clipping, optional bf16 autocast.
+AdamW, linear warm-up then a schedule
+(:data:`pe_lib.training.pretrain_config.SCHEDULES`), gradient clipping, optional bf16 autocast.
 
 Anytime schedules and snapshots. Under the ``linear`` schedule (BERT's: decay to zero at the last
 step) the learning rate of step t depends on the run's length. Under ``constant`` and
@@ -11,7 +12,8 @@ steps; ``snapshot_steps`` saves those models on the way (``snapshots/step-N``), 
 ``pretrain(..., until=t)`` trains only up to a snapshot and returns it: one run of 16x steps gives
 the models of the budgets 1x, 2x, 4x, 8x and 16x, each finished (and committable) as soon as it is
 reached. For the same reason a finished run of t steps is the first t steps of every longer run of
-its recipe: :func:`extend` starts the longer run's folder from the shorter run's last checkpoint.
+its recipe: :func:`pe_lib.training.checkpoints.extend` starts the longer run's folder from the shorter
+run's last checkpoint.
 
 Determinism and resuming. Everything random is a pure function of ``(seed, step, rank)``: the batch
 rows come from a per-epoch permutation seeded by ``(seed, epoch)``, the masking generator and the
@@ -20,18 +22,10 @@ only the weights, the optimizer and scheduler states and the step; a resumed run
 the batches, masks and dropout of an uninterrupted one and ends with identical weights (same
 machine, same threads).
 
-Processes and threads. The masks and the dropout are drawn per process (the ``rank`` of the seed),
-and the loss is averaged per process before DDP averages the gradients, so N processes train
-another run than 1 at the same global batch: the process count is part of the run's identity
-(``processes`` in checkpoints and results), a run folder is resumed only with the count it was
-begun with (:func:`check_same_run` refuses any other), and :func:`launched_processes` puts it in the
-runner's keys when it is above 1 (the keys of 1-process runs are those made before it was
-recorded). The torch thread count changes no draw, only the rounding: fp32 CPU reductions (the
-gradient sums over the batch, LayerNorm statistics, large matrix products) split their work by
-thread, so another count sums in another order and the weights differ in the last bits, as on
-another CPU. It is recorded (``threads``: the counts the steps ran with) and a resume with another
-count is warned about, not refused: the run is then still a run of its recipe, only not
-bit-identical to an uninterrupted one, and refusing would strand a run moved to another machine.
+Processes and threads (:mod:`pe_lib.training.distributed`): N processes train another run than
+1 at the same global batch, so the process count is part of the run's identity and a run folder is
+resumed only with the count it was begun with; another torch thread count changes only the rounding,
+and a resume with one is warned about, not refused.
 
 Memory. ``accumulation_steps`` cuts each process's rows of a step into that many micro-batches whose
 gradients are summed before the optimizer step, each micro-batch's mean loss weighted by its share
@@ -39,480 +33,63 @@ of the masked tokens: the step's gradient is the whole batch's (the masks are dr
 batch, as without accumulation), equal up to float rounding when there is no dropout (dropout draws
 its masks micro-batch by micro-batch). ``activation_checkpointing`` recomputes each layer in the
 backward pass instead of keeping its activations (torch restores the RNG, so the same dropout).
-Both are part of a run's identity when they are set (:func:`config_identity`); at their defaults
+Both are part of a run's identity when they are set (:func:`pe_lib.training.pretrain_config.config_identity`); at their defaults
 they are left out of it, so the identities and keys of runs made before they existed stay. bf16
 is ``precision`` (autocast on CUDA and on CPUs with fast bf16).
 
-Layout of ``out_dir``::
-
-    checkpoints/step-00000100/   model.safetensors, trainer_state.pt, state.json, manifest.json
-                                 (state.json: step, time, run identity, the curve so far)
-    checkpoints/latest           name of the newest complete checkpoint
-    snapshots/step-00001000/     model at a snapshot step (save_pretrained), result.json, manifest.json
-    refused/step-00000100/       a checkpoint set aside because its trainer state was not plain
-                                 tensors (a pickle carrying code); kept for inspection, never read
-    curve.jsonl                  {"step", "split": "train"|"validation", "loss", ...} per line
-    model/                       the final model (save_pretrained) with its manifest.json
-    result.json                  final validation loss, throughput, wall time
-    manifest.json                sha256 of result.json, curve.jsonl and model/manifest.json
-
-Nothing is read without its checksum. The final files are written model first, result and run
-manifest last; a run folder counts as finished only when its manifest and the model's verify. A
-finished folder that fails (bit flip, truncation, or written by a version without manifests) is
-reported by name and finished again from its last checkpoint, which needs no training steps.
+The run folder (its layout, checkpoints, snapshots and final files, each read only with its
+checksum) is :mod:`pe_lib.training.checkpoints`; the configuration and a run's identity
+:mod:`pe_lib.training.pretrain_config`; the data, batches, masks and validation loss
+:mod:`pe_lib.training.mlm`.
 """
 from __future__ import annotations
 
 import copy
-import io
 import json
 import math
 import os
 import pickle
-import re
-import shutil
 import time
 import warnings
 from collections.abc import Callable, Mapping
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
-from safetensors.torch import load_model, save_model
 from tqdm.auto import tqdm
-from torch.optim.lr_scheduler import LambdaLR
-from transformers import get_linear_schedule_with_warmup
 
+from pe_lib.config import PEBertConfig
 from pe_lib.errors import CorruptFileError, InputError
 from pe_lib.io import (
     MANIFEST,
     atomic_write_text,
     exclusive_lock,
     explain_disk_full,
-    is_intact,
     manifested_dir,
     read_json,
     remove_stale_parts,
-    verified,
-    verify_manifest,
     write_json,
     write_manifest,
 )
-from pe_lib.model import PEBertConfig, PEBertForMaskedLM, model_card, quiet_transformers
-
-PRECISIONS = ("auto", "bf16", "fp32")
-#: Learning-rate schedules after the linear warm-up: ``linear`` decays to 0 at the last step;
-#: ``constant`` holds the peak; ``inverse-sqrt`` decays as sqrt(warmup / step). The last two are
-#: anytime schedules: the learning rate of a step does not depend on the run's length.
-SCHEDULES = ("linear", "constant", "inverse-sqrt")
-NO_DECAY = ("bias", "norm.weight", "freqs")  # parameter-name endings exempt from weight decay
-
-
-@dataclass(frozen=True)
-class PretrainConfig:
-    """Optimisation settings of one pretraining run (model size lives in ``PEBertConfig``)."""
-
-    steps: int = 1000
-    batch_size: int = 32  # global batch (sequences per step, over all processes)
-    lr: float = 5e-4
-    warmup_steps: int = 100
-    weight_decay: float = 0.01
-    grad_clip: float = 1.0
-    mask_prob: float = 0.15
-    precision: str = "auto"  # auto: bf16 where the CPU/GPU supports it, else fp32
-    seed: int = 0
-    log_every: int = 10
-    eval_every: int = 100
-    eval_batches: int = 4
-    checkpoint_every: int = 100
-    schedule: str = "linear"  # one of SCHEDULES
-    snapshot_steps: tuple[int, ...] = ()  # steps whose models are kept (anytime schedules only)
-    accumulation_steps: int = 1  # micro-batches per process and step, gradients summed (module docstring: Memory)
-    activation_checkpointing: bool = False  # recompute each layer in the backward pass (less activation memory)
-
-    def __post_init__(self):
-        if self.precision not in PRECISIONS:
-            raise InputError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
-        if self.schedule not in SCHEDULES:
-            raise InputError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
-        for name in ("steps", "batch_size", "log_every", "eval_every", "eval_batches", "checkpoint_every",
-                     "accumulation_steps"):
-            if getattr(self, name) < 1:
-                raise InputError(f"PretrainConfig.{name} must be >= 1, got {getattr(self, name)}")
-        if self.seed < 0:
-            raise InputError(f"PretrainConfig.seed must be an integer of at least 0, got {self.seed!r}")
-        if self.warmup_steps < 0:
-            raise InputError(f"PretrainConfig.warmup_steps must be an integer of at least 0, got "
-                             f"{self.warmup_steps!r}")
-        for name in ("lr", "grad_clip"):
-            check_number(self, name, above=0)
-        check_number(self, "weight_decay", at_least=0)
-        check_number(self, "mask_prob", above=0, at_most=1)
-        object.__setattr__(self, "snapshot_steps", tuple(sorted(set(self.snapshot_steps))))
-        if self.snapshot_steps and self.schedule == "linear":
-            raise InputError("snapshot_steps need an anytime schedule (constant or inverse-sqrt): under the linear "
-                             "schedule a snapshot is not the model of a run of that length")
-        if any(not 0 < s < self.steps for s in self.snapshot_steps):
-            raise InputError(f"snapshot_steps must lie between 0 and steps ({self.steps}), got {self.snapshot_steps}")
-
-    def at(self, steps: int) -> PretrainConfig:
-        """The configuration of a run of ``steps`` steps whose model is this run's snapshot at ``steps``
-        (the same configuration without snapshots when ``steps`` is this run's length)."""
-        if steps != self.steps and steps not in self.snapshot_steps:
-            raise InputError(f"no model is kept at step {steps}; kept: {', '.join(map(str, self.budgets))}")
-        return replace(self, steps=steps, snapshot_steps=())
-
-    @property
-    def budgets(self) -> tuple[int, ...]:
-        """The steps at which a model is kept: every snapshot, then the last step."""
-        return (*self.snapshot_steps, self.steps)
-
-
-def check_number(config, name: str, above: float | None = None, at_least: float | None = None,
-                 at_most: float = math.inf) -> None:
-    """Refuse, naming it, a field of ``config`` that is not a finite number above ``above`` (or at
-    least ``at_least``) and at most ``at_most``: a NaN learning rate would reach the optimiser."""
-    value = getattr(config, name)
-    low, included = (at_least, True) if above is None else (above, False)
-    number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if number and low <= value <= at_most and (included or value > low):
-        return
-    bounds = f"{'at least' if included else 'above'} {low:g}"
-    bounds += f" and at most {at_most:g}" if at_most < math.inf else ""
-    raise InputError(f"{type(config).__name__}.{name} must be a finite number {bounds}, got {value!r}")
-
-
-def lr_schedule(optimizer, cfg: PretrainConfig):
-    """The learning-rate scheduler of ``cfg.schedule`` (:data:`SCHEDULES`) with ``cfg.warmup_steps`` of linear warm-up."""
-    if cfg.schedule == "linear":
-        return get_linear_schedule_with_warmup(optimizer, cfg.warmup_steps, cfg.steps)
-    warmup = max(1, cfg.warmup_steps)
-
-    def factor(step: int) -> float:  # lr of the step after ``step`` optimizer steps, over the peak
-        if step < warmup:
-            return step / warmup
-        return 1.0 if cfg.schedule == "constant" else math.sqrt(warmup / step)
-
-    return LambdaLR(optimizer, factor)
-
-
-@dataclass
-class MLMData:
-    """Fixed-length token blocks for MLM: rows of ``[CLS] ... [SEP]`` token ids."""
-
-    train: np.ndarray  # (N, n) integer token ids
-    validation: np.ndarray  # (M, n)
-    vocab_size: int
-    mask_id: int
-    special_ids: tuple[int, ...]  # never selected for masking, never drawn as random replacements
-
-    def __post_init__(self):
-        for name in ("train", "validation"):
-            rows = getattr(self, name)
-            if rows.ndim != 2 or len(rows) == 0:
-                raise InputError(f"MLMData.{name} must be a non-empty (rows, seq_len) array, got shape {rows.shape}")
-        if int(self.train.max()) >= self.vocab_size:
-            raise InputError(f"token id {int(self.train.max())} >= vocab_size {self.vocab_size}: tokenizer and model disagree")
-
-    @property
-    def seq_len(self) -> int:
-        return self.train.shape[1]
-
-    @classmethod
-    def for_tokenizer(cls, tokenizer, train: np.ndarray, validation: np.ndarray) -> MLMData:
-        """Blocks made with a HF tokenizer: its size, [MASK] and special tokens."""
-        return cls(train, validation, len(tokenizer), tokenizer.mask_token_id, tuple(tokenizer.all_special_ids))
-
-
-def make_blocks(token_ids: np.ndarray, seq_len: int, cls_id: int, sep_id: int) -> np.ndarray:
-    """Cut a token stream into rows ``[CLS] t_1 .. t_{n-2} [SEP]`` (the ragged tail is dropped)."""
-    body = seq_len - 2
-    n_rows = len(token_ids) // body
-    if n_rows == 0:
-        raise InputError(f"only {len(token_ids)} tokens: not enough for one block of {seq_len}; give a longer corpus")
-    rows = np.asarray(token_ids[: n_rows * body]).reshape(n_rows, body)  # (N, n-2)
-    cls = np.full((n_rows, 1), cls_id, dtype=rows.dtype)
-    sep = np.full((n_rows, 1), sep_id, dtype=rows.dtype)
-    return np.concatenate([cls, rows, sep], axis=1)  # (N, n)
-
-
-def text_blocks(tokenizer, lines, seq_len: int, max_tokens: int | None = None) -> np.ndarray:
-    """``[CLS] ... [SEP]`` blocks of ``seq_len`` tokens from lines of text (at most ``max_tokens``
-    tokens of them: :func:`pe_lib.data.tokenizer.tokenize`)."""
-    from pe_lib.data.tokenizer import tokenize
-
-    return make_blocks(tokenize(tokenizer, lines, max_tokens), seq_len, tokenizer.cls_token_id, tokenizer.sep_token_id)
-
-
-def step_seed(*parts: int) -> int:
-    """A 63-bit seed derived from non-negative integers such as (seed, step, rank, purpose)."""
-    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
-
-
-def batch_rows(n_rows: int, batch_size: int, step: int, seed: int) -> np.ndarray:
-    """Row indices of global batch ``step``: consecutive slices of a per-epoch seeded permutation."""
-    per_epoch = n_rows // batch_size
-    if per_epoch == 0:
-        raise InputError(f"{n_rows} training rows are fewer than one batch of {batch_size}; "
-                         "give a longer corpus or a smaller batch size")
-    epoch, i = divmod(step, per_epoch)
-    order = np.random.default_rng([seed, epoch]).permutation(n_rows)
-    return order[i * batch_size : (i + 1) * batch_size]
-
-
-def mask_tokens(ids: torch.Tensor, data: MLMData, prob: float, generator: torch.Generator):
-    """BERT's 80/10/10 masking: returns ``(inputs, labels)``, labels -100 where not selected."""
-    special = torch.isin(ids, torch.tensor(data.special_ids))  # (B, n)
-    selected = (torch.rand(ids.shape, generator=generator) < prob) & ~special  # (B, n)
-    if not selected.any():  # keep the loss defined on tiny batches
-        selected[0, 1] = True
-    labels = torch.where(selected, ids, torch.full_like(ids, -100))  # (B, n)
-    choice = torch.rand(ids.shape, generator=generator)  # (B, n)
-    allowed = torch.tensor(sorted(set(range(data.vocab_size)) - set(data.special_ids)))
-    random_tokens = allowed[torch.randint(len(allowed), ids.shape, generator=generator)]  # (B, n)
-    inputs = torch.where(selected & (choice < 0.8), torch.full_like(ids, data.mask_id), ids)
-    inputs = torch.where(selected & (choice >= 0.8) & (choice < 0.9), random_tokens, inputs)  # (B, n)
-    return inputs, labels
-
-
-def use_bf16(precision: str, device: torch.device) -> bool:
-    """bf16 autocast when asked, or (auto) when the hardware has fast bf16 (CPU: AMX or AVX512-BF16)."""
-    if precision != "auto":
-        return precision == "bf16"
-    if device.type == "cuda":
-        return torch.cuda.is_bf16_supported()
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return "amx_bf16" in flags or "avx512_bf16" in flags
-
-
-def autocast(device: torch.device, bf16: bool):
-    return torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else nullcontext()
-
-
-def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
-    decay, no_decay = [], []
-    for name, p in model.named_parameters():
-        if p.requires_grad:
-            (no_decay if name.endswith(NO_DECAY) or p.ndim < 2 else decay).append(p)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-
-
-# ----------------------------------------------------------------------------- checkpoints
-
-
-#: The name of a checkpoint folder, ``step-`` and the step in 8 digits.
-CHECKPOINT_NAME = re.compile(r"step-\d{8}")
-
-
-def latest_checkpoint(out_dir: Path) -> Path | None:
-    """The checkpoint that ``checkpoints/latest`` names (None without a pointer). A pointer that
-    names no checkpoint folder (a flipped bit, a truncation) is named in one warning, and the newest
-    checkpoint folder whose manifest verifies is taken instead: a damaged pointer never sends a run
-    back to step 0, whose next checkpoint would delete the intact one."""
-    root = out_dir / "checkpoints"
-    pointer = root / "latest"
-    if not pointer.exists():
-        return None
-    name = pointer.read_bytes().decode("utf-8", "replace").strip()
-    if CHECKPOINT_NAME.fullmatch(name) and (root / name / MANIFEST).exists():
-        return root / name
-    intact = [folder for folder in sorted(root.iterdir(), reverse=True)
-              if CHECKPOINT_NAME.fullmatch(folder.name) and is_intact(folder)]
-    then = (f"resuming from the newest intact checkpoint {intact[0]}" if intact
-            else "training from step 0 (none is intact)")
-    warnings.warn(f"damaged checkpoint pointer {pointer}: it names {name!r}, which is no checkpoint folder; "
-                  f"{then}", stacklevel=2)
-    return intact[0] if intact else None
-
-
-def save_checkpoint(out_dir: Path, model, optimizer, scheduler, state: dict) -> None:
-    """Write ``checkpoints/step-N`` atomically, point ``latest`` at it, drop older checkpoints."""
-    name = f"step-{state['step']:08d}"
-    root = out_dir / "checkpoints"
-    with manifested_dir(root / name, "checkpoint") as work:
-        save_model(model, str(work / "model.safetensors"))
-        buffer = io.BytesIO()  # torch.save straight to a full disk fails with an opaque "unexpected pos"
-        torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}, buffer)
-        (work / "trainer_state.pt").write_bytes(buffer.getvalue())
-        write_json(work / "state.json", state)
-    with explain_disk_full(f"checkpoint pointer {root / 'latest'}"):
-        atomic_write_text(root / "latest", name + "\n")
-    for old in root.glob("step-*"):
-        if old.name != name:
-            shutil.rmtree(old, ignore_errors=True)
-
-
-def load_checkpoint(folder: Path, model, optimizer, scheduler) -> dict:
-    """Restore a verified checkpoint (weights with safetensors, states with ``weights_only=True``).
-    The trainer state is read first: when it is refused (``pickle.UnpicklingError``) nothing has
-    been loaded into ``model``."""
-    trainer = torch.load(folder / "trainer_state.pt", weights_only=True)
-    load_model(model, str(folder / "model.safetensors"))
-    optimizer.load_state_dict(trainer["optimizer"])
-    scheduler.load_state_dict(trainer["scheduler"])
-    return read_json(folder / "state.json")
-
-
-def set_aside(checkpoint: Path, out_dir: Path) -> Path:
-    """Move a refused checkpoint to ``out_dir/refused/`` (never read again, kept for inspection)."""
-    target = out_dir / "refused" / checkpoint.name
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if target.exists():
-        shutil.rmtree(target)
-    os.replace(checkpoint, target)
-    return target
-
-
-def curve_until(path: Path, step: int) -> list[dict]:
-    """The curve records of ``path`` up to ``step``, for a checkpoint written before checkpoints
-    carried their curve (a line torn by a kill or a full disk is dropped)."""
-    records = []
-    if path.exists():
-        for line in path.read_text().splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if record["step"] <= step:
-                records.append(record)
-    return records
-
-
-def finished_result(out_dir: Path) -> dict | None:
-    """The result of a finished run folder, or None when it is not finished. A folder that claims
-    to be finished (it has a result or a manifest) but fails its manifests is reported by name and
-    gives None, so the run is finished again from its last checkpoint."""
-    if not (out_dir / "result.json").exists() and not (out_dir / MANIFEST).exists():
-        return None
-    try:
-        verify_manifest(out_dir)
-        verify_manifest(out_dir / "model")
-        return read_json(out_dir / "result.json")
-    except CorruptFileError as error:
-        warnings.warn(f"ignoring the final model and result of {out_dir}: {error}; finishing the run again from "
-                      "its last checkpoint", stacklevel=3)
-        return None
-
-
-# ----------------------------------------------------------------------------- the loop
-
-
-#: PretrainConfig fields added after runs were stored, with their defaults: a field at its default is
-#: left out of a run's identity, so the identities (and the runner's keys) of earlier runs stay.
-LATER_FIELDS = {"accumulation_steps": 1, "activation_checkpointing": False}
-
-
-def config_identity(cfg: PretrainConfig) -> dict:
-    """``asdict(cfg)`` without the :data:`LATER_FIELDS` that are at their defaults."""
-    return {k: v for k, v in asdict(cfg).items() if not (k in LATER_FIELDS and v == LATER_FIELDS[k])}
-
-
-def run_identity(model_config: PEBertConfig, cfg: PretrainConfig) -> dict:
-    """What a run folder's checkpoints and result belong to (as read back from JSON)."""
-    return json.loads(json.dumps({"model": model_config.to_diff_dict(), "config": config_identity(cfg)}))
-
-
-def snapshot_dir(out_dir: Path, step: int) -> Path:
-    return out_dir / "snapshots" / f"step-{step:08d}"
-
-
-def finished_snapshot(out_dir: Path, step: int) -> dict | None:
-    """The result of the snapshot at ``step`` (its model beside it), or None when it is not written.
-    A corrupt snapshot is reported by name and gives None."""
-    folder = snapshot_dir(out_dir, step)
-    return read_json(folder / "result.json") if verified(folder, f"snapshot of {out_dir} at step {step}") else None
-
-
-def launched_processes() -> int:
-    """The number of processes this program was launched as (``WORLD_SIZE``, which torchrun and
-    ``accelerate launch`` set; 1 when not launched by them)."""
-    return int(os.environ.get("WORLD_SIZE", "1"))
-
-
-def check_same_run(saved: dict, model_config: PEBertConfig, cfg: PretrainConfig, where: Path, processes: int) -> None:
-    """Refuse to resume or reuse a run folder that belongs to another model or configuration, or
-    that was trained by another number of processes (``saved`` without ``processes``: 1, as every
-    run was before the count was recorded)."""
-    if {k: saved.get(k) for k in ("model", "config")} != run_identity(model_config, cfg):
-        raise InputError(f"{where} belongs to a run with another model or pretraining configuration; "
-                         "use another output folder (or delete this one)")
-    trained_by = saved.get("processes", 1)
-    if trained_by != processes:
-        raise InputError(f"{where} belongs to a run of {trained_by} process(es) and this one has {processes}: masks and "
-                         f"dropout are drawn per process, so it would mix two runs; launch it with {trained_by} or use "
-                         "another output folder")
-
-
-def extend(shorter: Path, out_dir: Path, model_config: PEBertConfig, cfg: PretrainConfig) -> bool:
-    """Start the run folder ``out_dir`` of ``cfg`` from the last checkpoint of the finished shorter
-    run ``shorter``. Under an anytime schedule a run of t steps, at its step t, is in the state of
-    every longer run of its recipe at step t (weights, optimizer, scheduler, curve), so the longer
-    run trains only the steps that remain (its curve also has the evaluation that the shorter run
-    made at its last step, when that is not a multiple of ``eval_every``). Refuses a shorter run of
-    another model, recipe or length; does nothing (False) when ``out_dir`` holds a checkpoint or a
-    final model already."""
-    if cfg.schedule == "linear":
-        raise InputError("only a run with an anytime schedule (constant or inverse-sqrt) can extend a shorter one")
-    if finished_result(out_dir) is not None or latest_checkpoint(out_dir) is not None:
-        return False
-    saved = finished_result(shorter)
-    if saved is None:
-        raise InputError(f"{shorter} is not a finished run: only a finished run can be extended")
-    checkpoint = latest_checkpoint(shorter)
-    steps = saved["config"]["steps"]
-    if checkpoint is None or checkpoint.name != f"step-{steps:08d}":
-        raise InputError(f"{shorter} keeps no checkpoint of its last step ({steps}): it cannot be extended")
-    verify_manifest(checkpoint)
-    if not (steps < cfg.steps and same_recipe(saved, model_config, cfg)):
-        raise InputError(f"{shorter} is not the first {steps} steps of this run (another model, recipe or a longer "
-                         f"run than its {cfg.steps} steps): it cannot be extended")
-    state = {**read_json(checkpoint / "state.json"), **run_identity(model_config, cfg), "extended_from": str(shorter)}
-    with manifested_dir(out_dir / "checkpoints" / checkpoint.name, "extended checkpoint") as work:
-        for name in ("model.safetensors", "trainer_state.pt"):
-            shutil.copyfile(checkpoint / name, work / name)
-        write_json(work / "state.json", state)
-    with explain_disk_full(f"checkpoint pointer {out_dir / 'checkpoints' / 'latest'}"):
-        atomic_write_text(out_dir / "checkpoints" / "latest", checkpoint.name + "\n")
-    return True
-
-
-def same_recipe(saved: dict, model_config: PEBertConfig, cfg: PretrainConfig) -> bool:
-    """True when the run ``saved`` (its result) is ``cfg``'s model and recipe, whatever its length and snapshots."""
-    def recipe(identity: dict) -> dict:
-        return {"model": identity["model"], "config": {**identity["config"], "steps": None, "snapshot_steps": None}}
-    return recipe(saved) == recipe(run_identity(model_config, cfg))
-
-
-def ranks_agree(accelerator, model) -> bool:
-    """True when every process holds the same weights (checked on two float64 sums)."""
-    sums = torch.stack([sum(p.detach().double().sum() for p in model.parameters()),
-                        sum(p.detach().double().abs().sum() for p in model.parameters())])  # (2,)
-    gathered = accelerator.gather(sums.to(accelerator.device)).view(-1, 2)  # (world, 2)
-    return bool((gathered == gathered[0]).all())
-
-
-@torch.no_grad()
-def evaluate(model, data: MLMData, cfg: PretrainConfig, device, bf16: bool) -> float:
-    """Validation MLM loss on fixed rows with fixed masks, drawn from seed 0 whatever the run's
-    seed: comparable across runs, pretraining seeds and variants."""
-    was_training = model.training
-    model.eval()
-    total, count = 0.0, 0
-    for i in range(min(cfg.eval_batches, math.ceil(len(data.validation) / cfg.batch_size))):
-        ids = torch.as_tensor(data.validation[i * cfg.batch_size : (i + 1) * cfg.batch_size], dtype=torch.long)
-        inputs, labels = mask_tokens(ids, data, cfg.mask_prob, torch.Generator().manual_seed(step_seed(0, i, 0, 2)))
-        with autocast(device, bf16):
-            loss = model(input_ids=inputs.to(device), labels=labels.to(device), masked_only=True).loss
-        n = int((labels != -100).sum())
-        total, count = total + float(loss) * n, count + n
-    model.train(was_training)
-    return total / count
+from pe_lib.model import PEBertForMaskedLM, model_card, quiet_transformers
+from pe_lib.training.checkpoints import (
+    WRITTEN_ATOMICALLY,
+    check_run_folder,
+    curve_until,
+    finished_result,
+    finished_snapshot,
+    load_checkpoint,
+    save_checkpoint,
+    set_aside,
+    snapshot_dir,
+    verified_checkpoint,
+)
+from pe_lib.training.distributed import check_fits, check_same_run, ranks_agree, resumed_threads
+from pe_lib.training.mlm import MLMData, batch_rows, evaluate, mask_tokens, step_seed
+from pe_lib.training.optim import autocast, lr_schedule, param_groups, use_bf16
+from pe_lib.training.pretrain_config import PretrainConfig, run_identity
 
 
 def pretrain(
@@ -548,18 +125,6 @@ def pretrain(
     return _pretrain(accelerator, model_config, data, cfg, out_dir, progress, on_step, until, tokenizer, card)
 
 
-def resumed_threads(before: list[int], now: int, checkpoint: Path) -> list[int]:
-    """The thread counts of a run resumed from ``checkpoint`` with ``now`` threads (``before``: the
-    counts its steps so far ran with, empty for a checkpoint written before they were recorded);
-    warns in one line when ``now`` differs from the last (module docstring: the run is then not
-    bit-identical to an uninterrupted one)."""
-    if before and before[-1] != now:
-        warnings.warn(f"{checkpoint} was trained with {before[-1]} torch threads and this process has {now}: the "
-                      f"resumed run differs from an uninterrupted one in the last bits (torch.set_num_threads("
-                      f"{before[-1]}) resumes it exactly)", stacklevel=4)
-    return before if before and before[-1] == now else before + [now]
-
-
 def train_step(ddp_model, accelerator, inputs: torch.Tensor, labels: torch.Tensor, parts: int, device,
                bf16: bool) -> torch.Tensor:
     """Forward and backward of one process's rows of a step, (b, n) inputs and labels, in ``parts``
@@ -592,29 +157,6 @@ def save_model_folder(model, folder: Path, steps: int, tokens: int, tokenizer=No
         tokenizer.save_pretrained(folder)
     training = {**(card or {}), "steps": f"{steps:,}", "tokens": f"{tokens:,}"}
     atomic_write_text(folder / "README.md", model_card(model.config, type(model).__name__, training))
-
-
-def check_fits(model_config: PEBertConfig, data: MLMData, cfg: PretrainConfig, processes: int) -> None:
-    """Refuse a global batch that the processes, or a process's rows that the micro-batches, do not
-    divide, and a model whose vocabulary is not the data's; each error names the valid choices."""
-    if cfg.batch_size % processes:
-        below, above = processes * (cfg.batch_size // processes), processes * (cfg.batch_size // processes + 1)
-        multiples = f"{below} or {above}" if below else f"{above}"
-        raise InputError(f"batch_size {cfg.batch_size} is not divisible by the {processes} processes: use a multiple of "
-                         f"{processes} ({multiples}) or launch {divisors(cfg.batch_size)} processes")
-    rows = cfg.batch_size // processes
-    if rows % cfg.accumulation_steps:
-        raise InputError(f"accumulation_steps {cfg.accumulation_steps} does not divide the {rows} rows a process trains "
-                         f"per step (batch_size {cfg.batch_size} over {processes} process(es)): use {divisors(rows)}")
-    if model_config.vocab_size != data.vocab_size:
-        raise InputError(f"model vocab_size {model_config.vocab_size} != tokenizer vocab size {data.vocab_size}: give "
-                         f"the model the tokenizer's vocabulary size (vocab_size={data.vocab_size})")
-
-
-def divisors(n: int) -> str:
-    """The divisors of ``n`` in words: "1, 2, 3 or 6"."""
-    found = [str(d) for d in range(1, n + 1) if n % d == 0]
-    return found[0] if len(found) == 1 else f"{', '.join(found[:-1])} or {found[-1]}"
 
 
 @dataclass
@@ -669,21 +211,6 @@ def new_run(accelerator, model_config: PEBertConfig, data: MLMData, cfg: Pretrai
                tokenizer, card)
 
 
-def verified_checkpoint(out_dir: Path) -> Path | None:
-    """The latest checkpoint of ``out_dir`` when its manifest verifies; a corrupt one is reported by
-    name and gives None (training starts from step 0)."""
-    checkpoint = latest_checkpoint(out_dir)
-    if checkpoint is None:
-        return None
-    try:
-        verify_manifest(checkpoint)
-    except CorruptFileError as error:
-        warnings.warn(f"corrupt checkpoint file {error}; discarding {checkpoint} and training from step 0",
-                      stacklevel=4)
-        return None
-    return checkpoint
-
-
 def resume(run: Run, until: int) -> None:
     """Load the latest verified checkpoint of ``run.out_dir`` into ``run`` (weights, optimizer and
     schedule states, step, wall time, curve, thread counts, origin); without one ``run`` stays at
@@ -708,31 +235,6 @@ def resume(run: Run, until: int) -> None:
     if until < run.cfg.steps and run.start >= until:  # the snapshot is missing or corrupt, training at or past it
         raise CorruptFileError(f"the snapshot at step {until} of {run.out_dir} is missing or corrupt and its "
                                f"training is past it (step {run.start}); delete {run.out_dir} to train it again")
-
-
-#: What pretraining writes in a run folder (module docstring: Layout): a folder that holds anything
-#: else is not a run folder (:func:`check_run_folder`).
-RUN_FOLDER = ("checkpoints", "snapshots", "refused", "curve.jsonl", "model", "result.json", MANIFEST)
-#: What it writes through a temporary sibling (glob patterns): the only temporaries it removes.
-WRITTEN_ATOMICALLY = ("model", "result.json", "curve.jsonl", MANIFEST, "checkpoints/step-*",
-                      "checkpoints/latest", "snapshots/step-*")
-
-
-def check_run_folder(out_dir: Path) -> None:
-    """Refuse, before anything in it is written or removed, an ``out_dir`` that is a file or a folder
-    holding what no run writes (:data:`RUN_FOLDER` and the temporaries of its names): a user's
-    folder is never taken for a run folder, whose manifest and temporaries a run replaces."""
-    if out_dir.exists() and not out_dir.is_dir():
-        raise InputError(f"{out_dir} is a file, not a run folder: give a new or empty folder (or a run "
-                         "folder to resume)")
-    own = tuple(f".{name}." for name in RUN_FOLDER)  # temporaries and moved-aside folders
-    entries = [path.name for path in out_dir.iterdir()] if out_dir.is_dir() else []
-    foreign = sorted(name for name in entries if name not in RUN_FOLDER and not name.startswith(own))
-    if foreign:
-        raise InputError(f"{out_dir} is not a pretraining run folder: it holds {', '.join(foreign[:3])}"
-                         f"{' and more' if len(foreign) > 3 else ''}, which no run writes, and was left "
-                         "untouched; give a new or empty folder (a run folder holds only "
-                         f"{', '.join(RUN_FOLDER)})")
 
 
 def open_run_folder(run: Run) -> None:

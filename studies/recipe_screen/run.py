@@ -10,8 +10,10 @@ import torch
 torch.set_num_threads(1)
 from pe_book.experiments.profiles import get_profile
 from pe_book.experiments.runner import Runner
-from pe_lib.model import PEBertConfig, PEBertForMaskedLM, Layer, quiet_transformers
-from pe_lib.training.pretrain import mask_tokens, batch_rows, step_seed, autocast, NO_DECAY, use_bf16
+from pe_lib.config import PEBertConfig
+from pe_lib.model import Layer, PEBertForMaskedLM, quiet_transformers
+from pe_lib.training.mlm import batch_rows, mask_tokens, step_seed
+from pe_lib.training.optim import NO_DECAY, autocast, use_bf16
 from pe_lib.properties import indicators
 
 p = argparse.ArgumentParser()

@@ -33,25 +33,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from pe_lib.data.tasks import TaskMeta  # noqa: E402 (the repository's, from ROOT)
+
 TASKS = ("paws", "cloze", "cloze_v2", "cola", "sst2")
 #: Training sizes the baselines are computed for (each task's train split cut to its first N rows).
 SIZES = (1000, 4000, 10_000, 20_000)
-
-
-@dataclass(frozen=True)
-class Meta:
-    """The fields of ``pe_lib.data.tasks.TaskMeta`` that fine-tuning reads."""
-
-    name: str
-    kind: str
-    num_labels: int
-    metrics: tuple[str, ...]
-    label_names: tuple[str, ...] = ()
-    version_2_with_negative: bool = False
-
-    @property
-    def is_regression(self) -> bool:
-        return self.kind == "regression"
 
 
 class Rows:
@@ -77,7 +63,7 @@ class Rows:
 class ScreenTask:
     """What ``finetune`` reads of a ``pe_lib.data.Task``."""
 
-    meta: Meta
+    meta: TaskMeta
     splits: dict[str, Rows]
     origin: str
     text_columns: tuple[str, ...]
@@ -116,7 +102,7 @@ def prepare(data: Path, out: Path, tasks: list[str], sizes: list[int], max_eval:
         name = name if not context_words else f"{name}_c{context_words}"
         for split in ("validation", "test"):
             task.splits[split] = task.splits[split].select(range(min(max_eval, len(task.splits[split]))))
-        plain = ScreenTask(Meta(**{f: getattr(task.meta, f) for f in Meta.__dataclass_fields__}),
+        plain = ScreenTask(task.meta,
                            {s: Rows(task.splits[s].to_dict()) for s in ("train", "validation", "test")},
                            task.origin, task.text_columns)
         (data / f"{name}.pkl").write_bytes(gzip.compress(pickle.dumps(plain)))
@@ -154,8 +140,10 @@ def pretrain_here(data: Path, variant: str, out_dir: Path, steps: int | None) ->
     not change what is trained)."""
     import numpy as np
 
-    from pe_lib.model import PEBertConfig
-    from pe_lib.training.pretrain import MLMData, PretrainConfig, pretrain
+    from pe_lib.config import PEBertConfig
+    from pe_lib.training.mlm import MLMData
+    from pe_lib.training.pretrain import pretrain
+    from pe_lib.training.pretrain_config import PretrainConfig
 
     configs = json.loads((data / "pretrain.json").read_text())
     with np.load(data / "blocks.npz") as npz:

@@ -14,7 +14,8 @@ from pe_book.experiments.profiles import SMOKE
 from pe_book.experiments.runner import Runner
 from pe_lib.data.tasks import TASKS, Task
 from pe_lib.training.finetune import FinetuneConfig
-from pe_lib.training.pretrain import MLMData, PretrainConfig
+from pe_lib.training.mlm import MLMData
+from pe_lib.training.pretrain_config import PretrainConfig
 
 WORDS = "good bad film plot the was a cat dog sat on mat which word means".split()
 VARIANTS = ("none", "ape-learned", "ape-sin-learned", "rpe-learned", "rpe-learned+untie-cls")

@@ -2,9 +2,11 @@ import json
 
 import pytest
 
-from pe_book import bench
-from pe_book.bench import (FINETUNE_PHASES, FINETUNE_TASKS, BenchConfig, dry_run, finetune_phases, model_flops_per_step,
-                           pe_model, step_matmuls, targets, updated)
+from pe_book.bench import precision
+from pe_book.bench.contenders import BenchConfig, pe_model
+from pe_book.bench.model_speed import model_flops_per_step, step_matmuls
+from pe_book.bench.pipeline_speed import FINETUNE_PHASES, FINETUNE_TASKS, dry_run, finetune_phases
+from pe_book.bench.report import targets, updated
 from pe_lib.training.finetune import Tally
 
 
@@ -118,16 +120,16 @@ def test_the_precision_rows_are_kept_per_machine_type_and_bf16_wins_only_where_i
 
     def rows(ratio):
         return [{"variant": v, "dtype": d, "tokens_per_s": 1.0, "vs_fp32": 1.0 if d == "fp32" else ratio}
-                for v in bench.PRECISION_VARIANTS for d in bench.PRECISION_DTYPES]
+                for v in precision.PRECISION_VARIANTS for d in precision.PRECISION_DTYPES]
 
     amx = {"machine": {"cpu": "Xeon", "isa": ["amx_bf16"], "cores": 2, "torch_threads": 2, "gpu": None},
            "created": "t", "git_commit": "c"}
-    section = bench.precision_measured(None, rows(1.8), amx)
-    assert bench.fastest_everywhere(section) == "bf16"
+    section = precision.precision_measured(None, rows(1.8), amx)
+    assert precision.fastest_everywhere(section) == "bf16"
     avx2 = {**amx, "machine": {**amx["machine"], "cpu": "EPYC", "isa": ["avx2"]}}
-    section = bench.precision_measured(section, rows(0.05), avx2)
+    section = precision.precision_measured(section, rows(0.05), avx2)
     assert len(section) == 2  # one entry per machine type, the earlier one kept
-    assert bench.fastest_everywhere(section) == "fp32"
+    assert precision.fastest_everywhere(section) == "fp32"
 
 
 def test_the_decisive_cpu_profile_trains_in_the_precision_the_stored_benchmark_gives():
@@ -138,4 +140,4 @@ def test_the_decisive_cpu_profile_trains_in_the_precision_the_stored_benchmark_g
 
     section = json.loads((Path(__file__).parents[2] / "results" / "bench.json").read_text())["precision"]
     assert {row["dtype"] for entry in section.values() for row in entry["rows"]} == {"fp32", "bf16"}
-    assert CPU_DECISIVE.pretrain.precision == bench.fastest_everywhere(section)
+    assert CPU_DECISIVE.pretrain.precision == precision.fastest_everywhere(section)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pe_book import book, book_check, notebook
+from pe_book import book, book_check, notebook, publish
 from pe_book.notebook import check_parameters
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,6 +85,31 @@ def _copy_book(dst: Path) -> Path:
     return dst
 
 
+@pytest.mark.parametrize("chapter", sorted(book.BOOK_PROFILES["cpu"]))
+def test_a_papermill_rerun_of_a_built_chapter_keeps_the_published_parameters(chapter):
+    """papermill replaces the injected cell of a rerun; the published values (chapter 8's and 13's
+    trend runs, 13's profile scale) stay, as the defaults the build wrote into the parameters cell,
+    but compute, which a rerun sets only when asked."""
+    import jupytext
+    from papermill.parameterize import parameterize_notebook
+
+    published = book.BOOK_PROFILES["cpu"][chapter]
+    nb = jupytext.read(ROOT / "notebooks" / f"{chapter}.py")
+    built = {**published, "compute": True} if "compute" in notebook.declared_parameters(nb) else published
+    book._with_published_defaults(nb, built)
+    nb.metadata.papermill = {}
+    for cell in nb.cells:  # as papermill reads a notebook
+        cell.metadata.setdefault("tags", [])
+    override = {"results": "elsewhere"} if "results" in notebook.declared_parameters(nb) else {}
+    rerun = parameterize_notebook(parameterize_notebook(nb, built, kernel_name="python3"), override, kernel_name="python3")
+    namespace = {}
+    for cell in rerun.cells:
+        if {"parameters", "injected-parameters"} & set(cell.metadata.get("tags", [])):
+            exec(cell.source, namespace)
+    assert {name: namespace[name] for name in published} == published
+    assert namespace.get("compute", False) is False and namespace.get("results", "elsewhere") == "elsewhere"
+
+
 def test_execute_notebook_keeps_the_parameters_tag_and_records_the_run(tmp_path):
     import nbformat
 
@@ -95,6 +120,7 @@ def test_execute_notebook_keeps_the_parameters_tag_and_records_the_run(tmp_path)
     tags = [c.metadata.get("tags", []) for c in nb.cells]
     at = next(i for i, t in enumerate(tags) if "parameters" in t)
     assert "injected-parameters" in tags[at + 1]
+    assert "max_offset: int = 8" in nb.cells[at].source  # the page's parameters are its defaults
     assert nb.metadata.papermill["parameters"] == SMALL_SINUSOID
     assert nb.metadata.papermill["input_path"] == "notebooks/02_sinusoid.py"
     assert nb.metadata.kernelspec["name"] == "python3"
@@ -354,33 +380,17 @@ def test_the_intro_hides_its_parameters_and_papermills_injected_cell():
     assert shown.cells[1].metadata["tags"] == ["injected-parameters"]  # a chapter shows both
 
 
-def test_the_narrow_verdicts_name_the_columns_they_could_not_test():
-    import pandas as pd
-
-    from pe_book.chapters import findings
-
-    assert findings.verdict_text("contradicted", "span") == "contradicted (not testable on span)"
-    assert findings.verdict_text("not testable at this scale: no model beats bag of words", "classification") == (
-        "not testable at this scale: no model beats bag of words")
-    assert findings.verdict_text("supported") == "supported"
-    verdicts = pd.DataFrame({"claim": ["c"], "verdict": ["contradicted"], "not testable on": ["span"],
-                             "effects": ["-1.0 [-2.0, +0.0]"], "n": [2]}, index=["claim-id"])
-    narrow = findings.narrow_verdicts(verdicts)
-    assert list(narrow.columns) == list(findings.NARROW_COLUMNS.values()) and list(narrow.index) == [0]
-    assert narrow.iloc[0, 1] == "contradicted (not testable on span)"
-
-
 def test_the_variance_table_is_shown_a_column_per_score_column_with_unknowns_named():
     import pandas as pd
 
-    from pe_book import stats
     from pe_book.chapters import findings
+    from pe_book.verdicts import mixed_model
 
     per_seed = pd.DataFrame({"variant": ["a", "a", "a", "a", "b", "b"], "pretrain_seed": [0, 0, 1, 1, 0, 0],
                              "seed": [0, 1, 0, 1, 0, 1], "classification": [1.0, 3.0, 5.0, 7.0, 0.0, 2.0]})
     per_seed["span"] = per_seed["classification"].where(per_seed["pretrain_seed"] == 0)
-    shown = findings.variance_shown(stats.variance_table(per_seed.set_index(["variant", "pretrain_seed", "seed"]),
-                                                         ["classification", "span"]))
+    shown = findings.variance_shown(mixed_model.variance_table(per_seed.set_index(["variant", "pretrain_seed", "seed"]),
+                                                               ["classification", "span"]))
     assert list(shown.columns) == ["classification", "span"] and list(shown.index) == list(findings.VARIANCE_FORMATS) + [
         "fine-tuning per variant", "pooled from"]
     assert shown.loc["between", "classification"] == "8.00" and shown.loc["df", "classification"] == "1"
@@ -389,12 +399,14 @@ def test_the_variance_table_is_shown_a_column_per_score_column_with_unknowns_nam
 
 def test_a_rerun_notebook_renders_as_one_page_with_its_glued_values_and_citations(tmp_path):
     """``pe-book book --page OUT.ipynb``: the glued value and the citation of an executed notebook
-    appear on its page, nothing of the markup is left; anything but an .ipynb is refused."""
+    appear on its page, a reference to another chapter links into the published book, nothing of
+    the markup is left; anything but an .ipynb is refused."""
     import nbformat
 
     source = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_code_cell("from pe_book import notebook\nnotebook.glue('answer', 'forty-two')"),
-        nbformat.v4.new_markdown_cell("# A rerun\n\nThe answer is {glue:text}`answer`, after {cite:t}`wang2021position`.")])
+        nbformat.v4.new_markdown_cell("# A rerun\n\nThe answer is {glue:text}`answer`, after {cite:t}`wang2021position`; "
+                                      "see {ref}`findings`.")])
     source.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(source, tmp_path / "source.ipynb")
     out = tmp_path / "rerun-page-test.ipynb"
@@ -403,5 +415,7 @@ def test_a_rerun_notebook_renders_as_one_page_with_its_glued_values_and_citation
     text = re.sub(r"<[^>]+>", " ", re.sub(r"<script.*?</script>|<style.*?</style>", "", page.read_text(), flags=re.S))
     assert page.name == "rerun-page-test.html" and "The answer is forty-two" in " ".join(text.split())
     assert "glue:text" not in text and "cite:t" not in text and "Wang" in text
+    findings = f'href="{publish.pages_url(publish.repository_url())}book/08_findings.html#findings"'
+    assert findings in page.read_text()  # another chapter: a link into the published book
     with pytest.raises(book.BookError, match=r"not an executed notebook \(\.ipynb\)"):
         book.build_page(ROOT / "notebooks" / "05_probing.py")

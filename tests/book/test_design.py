@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from pe_book import design
-from pe_book.stats import Claim, Comparison
+from pe_book.verdicts.rule import Claim, Comparison
 
 
 def per_seed(means: dict[str, float], n_pre: int = 3, n_ft: int = 2, pretrain_sd: float = 2.0, ft_sd: float = 1.0,

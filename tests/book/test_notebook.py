@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pe_book.notebook import ParameterError, check_notebook_parameters, check_parameters, declared_parameters, record_names
+from pe_book.notebook import (ParameterError, check_notebook_parameters, check_parameters, declared_parameters, record_names,
+                              with_defaults)
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.py"))
@@ -93,13 +94,70 @@ def test_check_notebook_parameters_accepts_what_ipython_binds_itself():
 
 
 def test_check_notebook_parameters_rejects_a_wrong_type():
-    with pytest.raises(ParameterError, match="parameter 'variants' must be list\\[str\\], got str"):
-        check_notebook_parameters(_namespace_after_parameters(variants="ape-sin"))
+    with pytest.raises(ParameterError, match="parameter 'variants' must be list\\[str\\], got int"):
+        check_notebook_parameters(_namespace_after_parameters(variants=5))
+
+
+@pytest.mark.parametrize("text", ['["none", "rope"]', "[none, rope]"])
+def test_a_list_parameter_given_as_json_or_yaml_text_is_the_list(text):
+    """papermill's ``-p variants '["none","rope"]'`` injects a string: it is read as the list, and
+    the notebook's global is the list."""
+    ns = _namespace_after_parameters(variants=text)
+    assert check_notebook_parameters(ns) == {"seed": 0, "variants": ["none", "rope"]} and ns["variants"] == ["none", "rope"]
+
+
+@pytest.mark.parametrize("text", ["[1, 2]", "[none", "rope"])
+def test_a_list_text_of_another_type_names_both_ways_of_giving_a_list(text):
+    with pytest.raises(ParameterError, match=r"""parameter 'variants' must be list\[str\] \(as text: -p variants '\["a", "b"\]' """
+                                             r"""or -y 'variants: \[a, b\]'\), got str"""):
+        check_notebook_parameters(_namespace_after_parameters(variants=text))
 
 
 def test_check_notebook_parameters_needs_record_names():
     with pytest.raises(RuntimeError, match="record_names"):
         check_notebook_parameters({"__annotations__": {"seed": int}, "seed": 0})
+
+
+# ----------------------------------------------------------------------------- with_defaults
+
+
+CELL = """profile: str = "smoke"  # results profile (smoke, cpu or gpu) — é
+files: list[str] = ["a",
+                    "b"]  # over two lines
+alpha: float = 0.05
+"""
+
+
+def test_with_defaults_writes_the_values_and_keeps_the_rest():
+    import ast
+
+    written = with_defaults(CELL, {"files": ["x"], "profile": "cpu"})
+    assert written.splitlines()[0] == "profile: str = 'cpu'  # results profile (smoke, cpu or gpu) — é"
+    assert written.splitlines()[1:] == ["files: list[str] = ['x']  # over two lines", "alpha: float = 0.05"]
+    values = {n.target.id: ast.literal_eval(n.value) for n in ast.parse(written).body}
+    assert values == {"profile": "cpu", "files": ["x"], "alpha": 0.05}
+    assert with_defaults(CELL, {}) == CELL
+
+
+def test_with_defaults_refuses_a_name_the_cell_does_not_declare():
+    with pytest.raises(ParameterError, match="no parameter 'seed' with a default; valid parameters: alpha, files, profile"):
+        with_defaults(CELL, {"seed": 1})
+
+
+def test_glue_shows_a_figure_as_its_output_where_asked(monkeypatch):
+    """Under SHOW_FIGURES (Colab's first cell) a glued figure is displayed; a number never is."""
+    import matplotlib.figure
+
+    from pe_book import notebook
+
+    shown = {}
+    monkeypatch.setattr("myst_nb.glue", lambda name, value, display=False: shown.update({name: display}))
+    figure = matplotlib.figure.Figure()
+    notebook.glue("before", figure)
+    monkeypatch.setenv(notebook.SHOW_FIGURES, "1")
+    notebook.glue("fig", figure)
+    notebook.glue("number", 0.5)
+    assert shown == {"before": False, "fig": True, "number": False}
 
 
 # ----------------------------------------------------------------------------- the notebooks

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from pe_book import stats, tables
 from pe_book.chapters import common, findings
 from pe_book.experiments.baselines import LABELS, baseline_score, reads_order
 from pe_book.experiments.profiles import PAPER_VARIANTS, get_profile
 from pe_book.experiments.runner import Runner
+from pe_book.verdicts import gate, intervals, rule
+from pe_book.verdicts.groups import SPAN
 from pe_lib.data.tasks import get_task
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +53,7 @@ def test_a_column_enters_a_verdict_only_where_its_best_variant_beats_every_order
         for task in tasks:
             payload = runner.ensure_baselines(task).payload
             task_row = result.testable.loc[task]
-            assert _seeds(runner, task_row["best variant"], task) >= stats.GATE_SEEDS, (column, task)
+            assert _seeds(runner, task_row["best variant"], task) >= gate.GATE_SEEDS, (column, task)
             for name in payload["baselines"]:
                 if not reads_order(payload, name):  # every order-free baseline; a rule that reads order never gates
                     assert task_row["low"] > baseline_score(payload, name), (column, task, name)
@@ -62,22 +63,22 @@ def test_a_column_enters_a_verdict_only_where_its_best_variant_beats_every_order
 
 def test_the_span_claims_are_testable_exactly_where_the_models_beat_every_order_free_rule(published):
     runner, result = published
-    span = result.testable.loc[tables.SPAN]
-    payloads = {t: runner.ensure_baselines(t).payload for t in result.groups[tables.SPAN]}
+    span = result.testable.loc[SPAN]
+    payloads = {t: runner.ensure_baselines(t).payload for t in result.groups[SPAN]}
     rules = {t: max(baseline_score(p, n) for n in p["baselines"] if not reads_order(p, n)) for t, p in payloads.items()}
     beaten = all(result.testable.loc[t, "low"] > score and result.testable.loc[t, "gap low"] > 0
                  for t, score in rules.items())
     assert bool(span["testable"]) == beaten
-    on_span = result.details[result.details["column"].isin([tables.SPAN, *result.groups[tables.SPAN]])]
+    on_span = result.details[result.details["column"].isin([SPAN, *result.groups[SPAN]])]
     assert beaten or (on_span["outcome"] == "not testable").all()
     if not beaten:
         only_span = [k for k, rows in result.details.groupby("claim id") if set(rows["column"]) <= set(on_span["column"])]
-        assert all(result.verdicts.loc[k, "verdict"].startswith(stats.NOT_TESTABLE) for k in only_span)
+        assert all(result.verdicts.loc[k, "verdict"].startswith(rule.NOT_TESTABLE) for k in only_span)
     # the rule that reads order stays beside the models as a reference, with their standing against it
     readers = {LABELS[n] for p in payloads.values() for n in p["baselines"] if reads_order(p, n)}
     shown = result.against_baselines[result.against_baselines["baseline"].isin(readers)]
-    assert readers and len(shown) and (shown["role"] == stats.REFERENCE).all()
-    assert set(shown["outcome"]) <= {stats.ABOVE, stats.BELOW, stats.WITHIN}
+    assert readers and len(shown) and (shown["role"] == gate.REFERENCE).all()
+    assert set(shown["outcome"]) <= {intervals.ABOVE, intervals.BELOW, intervals.WITHIN}
 
 
 def test_the_intervals_against_the_baselines_count_each_distinct_baseline_once(published):

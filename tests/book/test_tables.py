@@ -159,17 +159,3 @@ def test_indicator_table_recomputes_local_monotonicity_for_another_window():
     assert other.loc["ape-learned", "monotonicity_local"] == pytest.approx(indicators(gram, window=3)["monotonicity_local"])
     assert other.loc["ape-learned", "monotonicity_local"] != stored["monotonicity_local"]
     assert other.loc["ape-learned", "monotonicity"] == stored["monotonicity"], "the other indicators have no window"
-
-
-def test_score_groups_keep_order_sensitive_and_order_free_tasks_apart():
-    from types import SimpleNamespace
-
-    def spec(kind, order_sensitive):
-        return SimpleNamespace(meta=SimpleNamespace(kind=kind), order_sensitive=order_sensitive)
-
-    specs = {"sst2": spec("classification", False), "cola": spec("classification", True),
-             "paws": spec("classification", True), "cloze": spec("span", True), "mrpc": spec("classification", False)}
-    assert tables.score_groups(specs) == {"order-sensitive classification": ["cola", "paws"],
-                                          "order-free classification": ["sst2", "mrpc"], "span": ["cloze"]}
-    assert tables.score_groups({"squad": spec("span", False)}) == {"order-free span": ["squad"]}
-    assert tables.ORDER_SENSITIVE_CLASSIFICATION == "order-sensitive classification" and tables.SPAN == "span"

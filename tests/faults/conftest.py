@@ -8,7 +8,7 @@ from transformers import BertTokenizer
 
 from pe_book.experiments.profiles import SMOKE
 from pe_book.experiments.runner import Runner
-from pe_lib.training.pretrain import PretrainConfig
+from pe_lib.training.pretrain_config import PretrainConfig
 
 WORDS = "good bad film plot the was a cat dog sat".split()
 

@@ -13,6 +13,7 @@ sys.path.insert(0, str(TESTS))
 from support import tiny_config  # noqa: E402
 from training.test_pretrain import run_cfg, synthetic_data  # noqa: E402
 
+import pe_lib.training.checkpoints as checkpoints_module  # noqa: E402
 import pe_lib.training.pretrain as pretrain_module  # noqa: E402
 from pe_lib.model import PEBertForMaskedLM  # noqa: E402
 
@@ -35,7 +36,7 @@ def main(out: str, fault: str) -> None:
 
         PEBertForMaskedLM.forward = dying_forward
     elif fault == "checkpoint":  # while writing the weights of the step-4 checkpoint
-        save, calls = pretrain_module.save_model, []
+        save, calls = checkpoints_module.save_model, []
 
         def dying_save(model, path):
             calls.append(1)
@@ -44,7 +45,7 @@ def main(out: str, fault: str) -> None:
                 die()
             save(model, path)
 
-        pretrain_module.save_model = dying_save
+        checkpoints_module.save_model = dying_save
     elif fault == "artifact":  # while writing the final model folder
         def dying_save_pretrained(self, folder, **kwargs):
             (Path(folder) / "model.safetensors").write_bytes(b"\0" * 100)

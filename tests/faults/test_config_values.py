@@ -8,7 +8,7 @@ import pytest
 
 from pe_lib.errors import InputError
 from pe_lib.training.finetune import FinetuneConfig
-from pe_lib.training.pretrain import PretrainConfig
+from pe_lib.training.pretrain_config import PretrainConfig
 
 
 @pytest.mark.parametrize("epochs", [0, -1, float("nan"), float("inf"), "3"])

@@ -8,6 +8,7 @@ import pytest
 from support import tmpfs
 from safetensors import SafetensorError
 
+import pe_lib.training.checkpoints as checkpoints_module
 import pe_lib.training.pretrain as pretrain_module
 from pe_lib.errors import DiskFullError
 from pe_lib.io import verify_manifest
@@ -31,7 +32,7 @@ def test_a_full_disk_while_checkpointing_is_one_clear_error(make_config, tmp_pat
     from training.test_pretrain import assert_same_weights, run_cfg, synthetic_data
 
     config, data, run = make_config("ape-learned"), synthetic_data(), tmp_path / "run"
-    save, calls = pretrain_module.save_model, []
+    save, calls = checkpoints_module.save_model, []
 
     def full_on_second_checkpoint(model, path):
         calls.append(path)
@@ -40,7 +41,7 @@ def test_a_full_disk_while_checkpointing_is_one_clear_error(make_config, tmp_pat
             raise SafetensorError(SAFETENSORS_FULL)
         save(model, path)
 
-    monkeypatch.setattr(pretrain_module, "save_model", full_on_second_checkpoint)
+    monkeypatch.setattr(checkpoints_module, "save_model", full_on_second_checkpoint)
     with pytest.raises(DiskFullError, match=rf"^disk full while writing checkpoint {run}/checkpoints/step-00000004; "
                                             "nothing half-written was kept and earlier files are intact"):
         pretrain_module.pretrain(config, data, run_cfg(), run, progress=False)

@@ -10,7 +10,9 @@ import torch
 from safetensors.torch import load_file
 
 from pe_book.experiments.profiles import SMOKE
-from pe_lib.training.pretrain import MLMData, PretrainConfig, batch_rows, make_blocks, mask_tokens, pretrain, text_blocks
+from pe_lib.training.mlm import MLMData, batch_rows, make_blocks, mask_tokens, text_blocks
+from pe_lib.training.pretrain import pretrain
+from pe_lib.training.pretrain_config import PretrainConfig
 
 SPECIAL = (0, 1, 2, 3, 4)  # [PAD] [UNK] [CLS] [SEP] [MASK]
 
@@ -153,7 +155,7 @@ def test_vocab_mismatch_is_refused(make_config, tmp_path):
 
 def test_a_batch_the_processes_do_not_divide_is_refused_naming_the_valid_choices(make_config):
     from pe_lib.errors import InputError
-    from pe_lib.training.pretrain import check_fits
+    from pe_lib.training.distributed import check_fits
 
     config, data = make_config("ape-learned"), synthetic_data()
     with pytest.raises(InputError, match=r"batch_size 6 is not divisible by the 4 processes: use a multiple of 4 "
@@ -259,7 +261,7 @@ def test_a_corrupt_snapshot_is_reported_never_read(make_config, tmp_path):
 
 
 def test_a_longer_run_extended_from_a_shorter_one_ends_with_the_bits_of_a_straight_run(make_config, tmp_path):
-    from pe_lib.training.pretrain import extend
+    from pe_lib.training.checkpoints import extend
 
     config, data = make_config("rpe-learned"), synthetic_data()
     # evaluations every 2 steps: a run also evaluates at its last step, which the straight run would not at step 4
@@ -280,7 +282,7 @@ def test_a_longer_run_extended_from_a_shorter_one_ends_with_the_bits_of_a_straig
 
 def test_only_a_finished_shorter_run_of_the_same_recipe_is_extended(make_config, tmp_path):
     from pe_lib.errors import InputError
-    from pe_lib.training.pretrain import extend
+    from pe_lib.training.checkpoints import extend
 
     config, data = make_config("ape-learned"), synthetic_data()
     long = run_cfg(steps=8, schedule="constant", snapshot_steps=(4,))

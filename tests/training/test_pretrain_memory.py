@@ -12,8 +12,9 @@ from safetensors.torch import load_file
 
 from pe_lib import PEBertConfig, PEBertForMaskedLM
 from pe_lib.errors import InputError
-from pe_lib.training.pretrain import (PretrainConfig, config_identity, mask_tokens, pretrain, run_identity,
-                                      step_seed, train_step)
+from pe_lib.training.mlm import mask_tokens, step_seed
+from pe_lib.training.pretrain import pretrain, train_step
+from pe_lib.training.pretrain_config import PretrainConfig, config_identity, run_identity
 from training.test_pretrain import run_cfg, synthetic_data
 
 

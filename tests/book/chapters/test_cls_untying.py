@@ -1,8 +1,9 @@
 """Chapter 12's prose and tables: a column that no model learned is named once, with its verdict."""
 import pandas as pd
 
-from pe_book import stats, tables
 from pe_book.chapters import cls_untying
+from pe_book.verdicts import rule
+from pe_book.verdicts.groups import ORDER_SENSITIVE_CLASSIFICATION, SPAN
 
 
 def _gaps(verdict: str, conclusion: str) -> pd.DataFrame:
@@ -14,17 +15,17 @@ def _gaps(verdict: str, conclusion: str) -> pd.DataFrame:
 
 
 def test_a_column_no_model_learned_is_named_once_in_the_prose():
-    untested = stats.not_testable(["no model beats bag of words on sst2"])
-    gaps = {tables.ORDER_SENSITIVE_CLASSIFICATION: _gaps(stats.UNDECIDED, stats.UNDECIDED),
+    untested = rule.not_testable(["no model beats bag of words on sst2"])
+    gaps = {ORDER_SENSITIVE_CLASSIFICATION: _gaps(rule.UNDECIDED, rule.UNDECIDED),
             "order-free classification": _gaps(untested, untested),
-            tables.SPAN: _gaps(stats.not_testable(["no model beats neighbour match on cloze"]), "")}
+            SPAN: _gaps(rule.not_testable(["no model beats neighbour match on cloze"]), "")}
     text = cls_untying._gap_text(gaps)
-    assert text["cls_conclusions"] == (f"on order-sensitive classification, rpe-learned+untie-cls: {stats.UNDECIDED}, "
-                                       f"rpe-sin-learned+untie-cls: {stats.UNDECIDED}; on order-free classification, "
+    assert text["cls_conclusions"] == (f"on order-sensitive classification, rpe-learned+untie-cls: {rule.UNDECIDED}, "
+                                       f"rpe-sin-learned+untie-cls: {rule.UNDECIDED}; on order-free classification, "
                                        f"{untested}")
     assert text["cls_gap_before"].endswith("on order-free classification, +5.0 points for rpe-learned, "
                                            "+15.0 points for rpe-sin-learned")
     assert text["span_change"] == ("+2.0 points for rpe-learned+untie-cls, -1.0 points for rpe-sin-learned+untie-cls "
                                    "(not testable at this scale: no model beats neighbour match on cloze)")
     shown = cls_untying.verdicts_shown(gaps["order-free classification"])
-    assert set(shown["conclusion"]) == {stats.NOT_TESTABLE} and list(shown["gap before"]) == [5.0, 15.0]
+    assert set(shown["conclusion"]) == {rule.NOT_TESTABLE} and list(shown["gap before"]) == [5.0, 15.0]

@@ -11,12 +11,13 @@ import pandas as pd
 import pytest
 
 from book.test_glue_references import NOTEBOOKS, glued_patterns, references
-from pe_book import plateau, stats
+from pe_book import plateau
 from pe_book.chapters import (classification, cls_untying, dot_products, findings, length_extrapolation, performance,
                               probing, properties, real_models, scale, sinusoid, span_prediction)
 from pe_book.chapters import pretraining as pretraining_chapter
 from pe_book.experiments import baselines
 from pe_book.experiments.profiles import GPU
+from pe_book.verdicts import gate, intervals, rule
 from pe_lib.errors import InputError
 from pe_lib.sinusoid import integer_monotonic_range
 
@@ -136,7 +137,7 @@ def test_findings_decide_every_claim(store):
     assert "none" not in result.points().index and set(result.points()["kind"]) <= {"absolute", "relative", "APE + relative"}
     with pytest.raises(ValueError, match="alpha must be between 0 and 1"):
         findings.compute(store, alpha=1.5)
-    open_claims = result.verdicts[result.verdicts["verdict"].str.startswith(("not decidable", stats.NOT_TESTABLE))]
+    open_claims = result.verdicts[result.verdicts["verdict"].str.startswith(("not decidable", rule.NOT_TESTABLE))]
     assert list(result.needs.index) == list(open_claims.index)  # one row per claim not decided, with its reason
     assert result.needs["needs"].str.len().min() > 0 and result.cited["needs_text"].startswith(f"{len(open_claims)} claim")
     # the fixture's sst2 is order-free and squad order-sensitive: separate columns, one gate each
@@ -156,7 +157,7 @@ def test_findings_decide_every_claim(store):
                                       for t in tasks))
         assert set(rows["baseline"]) == distinct and (rows["over"] == len(distinct)).all(), column
         assert rows["level"].to_numpy() == pytest.approx(1 - 0.05 / len(distinct))
-    assert result.cited["gate_interval"] == "95% interval" and result.cited["gate_seeds"] == stats.GATE_SEEDS
+    assert result.cited["gate_interval"] == "95% interval" and result.cited["gate_seeds"] == gate.GATE_SEEDS
     assert list(result.operating.index) == list(result.verdicts.index)  # one pretraining seed: rates unknown (NaN)
     assert result.cited["scale_text"].startswith("2-layer, 16-wide models of ") and "0.0M tokens each" in result.cited["scale_text"]
     assert "2 tasks (sst2, squad)" in result.cited["scale_text"]
@@ -172,22 +173,13 @@ def test_findings_set_the_ape_escape_steps_beside_their_scores(store):
     assert relation.cited["ape_n"] == len(ape)
 
 
-def test_effects_give_the_smallest_and_largest_effect_of_each_claim_with_its_interval():
-    details = pd.DataFrame({"claim id": ["a", "a", "a", "b", "c"], "difference": [1.0, -2.5, 0.5, 3.0, 0.2],
-                            "low": [0.0, -4.0, -1.0, 1.0, math.nan], "high": [2.0, -1.0, 2.0, 5.0, math.nan],
-                            "level": [1 - 0.05 / 3] * 3 + [0.95, 0.95], "over": [3, 3, 3, 1, 1]})
-    assert findings.effects_text(details).to_dict() == {  # each claim's intervals say their level
-        "a": "-2.5 [-4.0, -1.0] to +1.0 [+0.0, +2.0]; 98.3% intervals (Bonferroni over 3 comparisons)",
-        "b": "+3.0 [+1.0, +5.0]; 95% interval", "c": "+0.2 (no interval)"}
-
-
 def test_baselines_text_reads_each_outcome():
     table = pd.DataFrame({"column": ["average"] * 3, "best variant": ["x"] * 3, "mean": [60.0] * 3, "low": [58.0] * 3,
                           "high": [62.0] * 3, "level": [1 - 0.05 / 3] * 3, "over": [3] * 3,
                           "baseline": ["baseline: best constant", "baseline: bag of words", "baseline: neighbour match"],
-                          "role": [stats.ORDER_FREE, stats.ORDER_FREE, stats.REFERENCE],
+                          "role": [gate.ORDER_FREE, gate.ORDER_FREE, gate.REFERENCE],
                           "baseline score": [30.0, 63.0, 61.0], "difference": [30.0, -3.0, -1.0],
-                          "outcome": [stats.ABOVE, stats.BELOW, stats.WITHIN]})
+                          "outcome": [intervals.ABOVE, intervals.BELOW, intervals.WITHIN]})
     text = findings.baselines_text(table, "average")
     assert text == ("x (chosen on the validation split) scores 60.0, 98.3% interval (Bonferroni over 3 baselines) 58.0 "
                     "to 62.0; best constant 30.0 (the variant is above it); bag of words 63.0 (the variant is below it); "
@@ -198,8 +190,8 @@ def test_baselines_text_reads_each_outcome():
 def test_needs_tells_a_column_within_reach_of_more_seeds_from_one_no_model_learned():
     verdicts = pd.DataFrame({"claim": ["c1", "c2"], "mean difference": [1.0, 2.0], "MDE": [math.nan] * 2,
                              "seeds needed": [math.nan] * 2,
-                             "verdict": [stats.not_testable(["no model beats neighbour match on cloze"]),
-                                         stats.not_testable(["no model beats bag of words on sst2"])]}, index=["a", "b"])
+                             "verdict": [rule.not_testable(["no model beats neighbour match on cloze"]),
+                                         rule.not_testable(["no model beats bag of words on sst2"])]}, index=["a", "b"])
     details = pd.DataFrame({"claim id": ["a", "b"], "column": ["cloze", "sst2"], "outcome": ["not testable"] * 2})
     testable = pd.DataFrame({"tasks": ["cloze", "sst2"], "mean": [90.0, 70.0], "baseline score": [85.0, 75.0],
                              "gap": [30.0, math.nan]}, index=["cloze", "sst2"])
@@ -212,10 +204,10 @@ def test_needs_tells_a_column_within_reach_of_more_seeds_from_one_no_model_learn
 
 
 def test_needs_separates_what_no_model_learned_from_seeds():
-    untestable = stats.not_testable(["no model beats bag of words on mrpc"])
+    untestable = rule.not_testable(["no model beats bag of words on mrpc"])
     verdicts = pd.DataFrame({"claim": ["c1", "c2", "c3", "c4"], "mean difference": [1.0, 2.0, 0.5, 3.0],
                              "MDE": [5.0, 6.0, 7.0, 1.0], "seeds needed": [math.nan, 12.0, math.nan, math.nan],
-                             "verdict": [untestable, stats.UNDECIDED, stats.UNDECIDED, stats.SUPPORTED]},
+                             "verdict": [untestable, rule.UNDECIDED, rule.UNDECIDED, rule.SUPPORTED]},
                             index=["a", "b", "c", "d"])
     details = pd.DataFrame({"claim id": ["a", "a", "b", "c", "d"], "column": ["cola", "mrpc", "sst2", "sst2", "sst2"],
                             "outcome": ["not testable", "not testable", "not decided", "not decided", "as claimed"]})
@@ -273,7 +265,7 @@ def test_cls_untying_pairs_and_thetas(store):
     assert set(result.gaps.index.get_level_values("average")) == set(result.groups) <= set(result.testable.index)
     for group, row in result.testable.loc[list(result.groups)].iterrows():  # a column no model learned gives no verdict
         verdicts = result.gaps.xs(group, level="average")[["untying helps", "reference still ahead", "conclusion"]]
-        assert (verdicts.stack().str.startswith(stats.NOT_TESTABLE)).all() == (not row["testable"])
+        assert (verdicts.stack().str.startswith(rule.NOT_TESTABLE)).all() == (not row["testable"])
     with pytest.raises(ValueError, match="no '\\+untie-cls' variant"):
         cls_untying.compute(store, variants=["none", "rpe-learned"])
 

@@ -7,7 +7,7 @@ import pytest
 from pe_book.chapters.length_extrapolation import bucket_frame, cannot_run, degradation, inside_beyond, loss_table
 from pe_lib import PEBertForMaskedLM
 from pe_lib.extrapolation import length_extrapolation
-from pe_lib.training.pretrain import MLMData, make_blocks
+from pe_lib.training.mlm import MLMData, make_blocks
 
 PAD, UNK, CLS, SEP, MASK = range(5)
 

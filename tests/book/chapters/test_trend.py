@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 from book.experiments.test_runner import profile, runner, tokenizer  # noqa: F401 (fixtures)
 
-from pe_book import claims, stats
 from pe_book.chapters import trend
 from pe_book.experiments.runner import Runner
+from pe_book.verdicts import claims, intervals, mixed_model, power
 
 
 def effect(differences, se=1.0, df=10.0, half=2.0) -> pd.DataFrame:
@@ -35,9 +35,9 @@ def test_the_slope_is_per_doubling_and_its_interval_widens_with_the_borrowed_se(
     exact = trend.slope(effect([1.0, 4.0, 7.0]), 0.05)
     assert exact["slope"] == pytest.approx(3.0) and exact["first"] == 1.0 and exact["last"] == 7.0
     # x = 0, 1, 2 (log2 tokens): se(slope) = se * sqrt(sum (x - xbar)^2) / sum (x - xbar)^2 = se / sqrt(2)
-    half = float(stats.interval_halfwidth(1.0 / math.sqrt(2), 10.0, 0.05))
+    half = float(intervals.interval_halfwidth(1.0 / math.sqrt(2), 10.0, 0.05))
     assert exact["slope high"] - exact["slope"] == pytest.approx(half)
-    assert exact["detectable slope"] == pytest.approx(stats.mde(1.0 / math.sqrt(2), 10.0, 0.05))
+    assert exact["detectable slope"] == pytest.approx(power.mde(1.0 / math.sqrt(2), 10.0, 0.05))
     assert trend.slope(effect([1.0, 4.0, 7.0], se=100.0), 0.05)["direction"] == trend.NO_TREND
     assert trend.slope(effect([1.0, 4.0, 7.0], se=math.nan), 0.05)["direction"] == trend.UNKNOWN
 
@@ -52,7 +52,7 @@ def per_seed(scores: dict) -> pd.DataFrame:
 def test_one_runs_variance_is_the_pretraining_part_plus_the_variants_finetuning_part():
     table = per_seed({"a": [[60.0, 62.0], [70.0, 71.0], [64.0, 66.0]], "b": [[50.0, 51.0], [55.0, 53.0], [58.0, 59.0]]})
     variance, df = trend.run_variance(table, ["x", "absent"])
-    c = stats.column_stats(table, "x").components
+    c = mixed_model.column_stats(table, "x").components
     for i, v in enumerate(["a", "b"]):
         assert variance.loc[v, "x"] == pytest.approx(float(c.pretrain) + float(c.within[i]))
     assert df == {"x": 4.0, "absent": 0.0} and variance["absent"].isna().all()
@@ -67,14 +67,14 @@ def test_an_effects_interval_adds_both_variants_variance():
     rows = trend.effect_rows(budgets, [("a", "b")], ["x"], variance, {"x": 6.0}, 0.05)
     assert list(rows["tokens"]) == [1000, 2000] and list(rows["difference"]) == [10.0, 14.0]
     assert rows["se"].eq(3.0).all() and rows["effect"].eq("a − b").all()
-    assert (rows["high"] - rows["difference"]).to_numpy() == pytest.approx(float(stats.interval_halfwidth(3.0, 6.0, 0.05)))
+    assert (rows["high"] - rows["difference"]).to_numpy() == pytest.approx(float(intervals.interval_halfwidth(3.0, 6.0, 0.05)))
 
 
 def test_claims_are_traced_through_the_comparisons_of_the_tracked_variants():
     variance = pd.DataFrame({"span": {"ape-learned": 1.0, "none": 1.0}})
     budgets = {1000 * 2 ** i: pd.DataFrame({"span": [50.0 + 5 * i, 50.0]},
                                            index=pd.MultiIndex.from_tuples([("ape-learned", 0, 0), ("none", 0, 0)],
-                                                                           names=stats.LEVELS)) for i in range(4)}
+                                                                           names=mixed_model.LEVELS)) for i in range(4)}
     table = trend.claim_trends(claims.paper_claims(span_tasks=[]), budgets, variance, {"span": 8.0},
                                ["ape-learned", "none"], 0.05)
     assert list(table["claim id"]) == ["span-none-drops"], "only its comparison has both variants"
@@ -95,7 +95,7 @@ def test_the_claims_table_shows_the_interval_as_one_column_and_the_budgets_only_
 
 def one_run(scores: dict) -> pd.DataFrame:
     """variant -> {column: score} as the per-seed table of single runs (pretraining and fine-tuning seed 0)."""
-    index = pd.MultiIndex.from_tuples([(v, 0, 0) for v in scores], names=list(stats.LEVELS))
+    index = pd.MultiIndex.from_tuples([(v, 0, 0) for v in scores], names=list(mixed_model.LEVELS))
     return pd.DataFrame(list(scores.values()), index=index)
 
 
@@ -110,7 +110,7 @@ def test_a_single_run_learns_a_column_only_where_its_borrowed_interval_clears_ev
     bars = {"o": ("absent word", 80.0), "p": ("bag of words", 50.0)}
     table = trend.learned_by_budget(test, chosen, variance, df, bars, {"g": ["o", "p"]}, ["o"], 0.05)
     rows = table.set_index(["tokens", "column"])
-    half = float(stats.interval_halfwidth(2.0, 10.0, 0.05))
+    half = float(intervals.interval_halfwidth(2.0, 10.0, 0.05))
     assert rows.loc[(1000, "o"), "low"] == pytest.approx(90.0 - half) and rows.loc[(1000, "o"), "learned"]
     assert rows.loc[(1000, "o"), "gap to none"] == 50.0  # o needs word order: held to none
     assert math.isnan(rows.loc[(1000, "p"), "gap to none"]) and rows.loc[(1000, "p"), "learned"]

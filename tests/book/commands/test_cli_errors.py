@@ -202,14 +202,14 @@ def test_a_refused_pickle_is_set_aside_and_the_run_rebuilt(tokenizer_dir, capsys
 
 
 def test_a_full_disk_is_one_line(tokenizer_dir, capsys, tmp_path, monkeypatch):
-    import pe_lib.training.pretrain as pretrain_module
+    import pe_lib.training.checkpoints as checkpoints_module
     from faults.test_disk_full import SAFETENSORS_FULL
     from safetensors import SafetensorError
 
     def full(model, path):
         raise SafetensorError(SAFETENSORS_FULL)
 
-    monkeypatch.setattr(pretrain_module, "save_model", full)
+    monkeypatch.setattr(checkpoints_module, "save_model", full)
     run = tmp_path / "run"
     line = one_line(capsys, ["pretrain", "--variant", "ape-learned", "--corpus-file", str(corpus_file(tmp_path, 120)),
                              "--tokenizer", str(tokenizer_dir), "--out", str(run), "--cache", str(tmp_path / "cache"),
@@ -241,20 +241,24 @@ def test_python_dash_m_and_a_closed_pipe_end_quietly():
     assert done.returncode == 1
 
 
-def test_the_command_is_named_after_its_package_and_the_former_name_still_runs():
-    """``pe-book`` is ``pe_book.cli:main`` (as ``python -m pe_book``); ``pe-lib`` runs the same
-    command for one release after a one-line notice; ``python -m pe_lib`` names the command."""
+def test_the_command_is_named_after_its_package_and_is_the_only_way_in():
+    """``pe-book`` is ``pe_book.cli:main`` (as ``python -m pe_book``) and the only console script:
+    the former ``pe-lib`` script and ``former_main`` are gone, every subcommand is a module of
+    ``pe_book.commands`` (``data`` no longer in the library), the benchmark and the book check have
+    no ``main`` of their own, and ``python -m pe_lib`` names the command."""
+    import importlib.util
     import tomllib
+
+    from pe_book import book_check, cli
 
     root = Path(__file__).resolve().parents[3]
     scripts = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts == {"pe-book": "pe_book.cli:main", "pe-lib": "pe_book.cli:former_main"}
-    former = subprocess.run([sys.executable, "-c", "import sys; from pe_book.cli import former_main; "
-                             "sys.argv = ['pe-lib', 'variants']; sys.exit(former_main())"],
-                            capture_output=True, text=True, timeout=120)
-    assert former.returncode == 0 and "ape-learned" in former.stdout
-    assert former.stderr.splitlines() == ["pe-lib: notice: the command is now called pe-book (the same subcommands "
-                                          "and options; python -m pe_book); pe-lib goes in the next release"]
+    assert scripts == {"pe-book": "pe_book.cli:main"}
+    assert not hasattr(cli, "former_main") and not hasattr(cli, "FORMER_NAME")
+    assert all(module.startswith("pe_book.commands.") for module, _ in cli.COMMANDS.values())
+    assert {"data", "bench", "check-book"} <= set(cli.COMMANDS)
+    assert importlib.util.find_spec("pe_lib.data.cli") is None and importlib.util.find_spec("pe_book.bench.__main__") is None
+    assert not hasattr(book_check, "main")
     library = subprocess.run([sys.executable, "-m", "pe_lib"], capture_output=True, text=True, timeout=120)
     assert library.returncode == 2 and library.stdout == ""
     assert len(library.stderr.splitlines()) == 1 and "pe-book (or python -m pe_book)" in library.stderr

@@ -79,3 +79,55 @@ def test_results_and_work_in_one_folder_are_refused_in_one_line(work, capsys, tm
     assert (f"pe-book run: error: the artifact store {tmp_path / 'smoke'} and the work folder's runs {runs} "
             "overlap: use separate folders for the results and the work (--results, --work)") in line
     assert not (tmp_path / "c").exists()  # refused before any data is read
+
+
+def test_a_gpu_dry_run_prices_every_model_on_a_named_card_before_reading_data(capsys, tmp_path):
+    folders = ["--results", str(tmp_path / "results"), "--work", str(tmp_path / "work"), "--cache", str(tmp_path / "c")]
+    assert main(["run", "--profile", "gpu", "--dry-run", "--card", "h100", *folders]) == 1  # then: qnli is offline
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("on 1 x NVIDIA H100 SXM (80 GiB") and "every model of profile gpu" in out[0]
+    assert out[1].startswith("  memory per device ") and ", fits: " in out[1]
+    assert out[2].startswith("  GPU-hours ") and "pretraining" in out[2] and "fine-tuning" in out[2]
+    assert "35% of the card's peak, assumed" in out[3]
+    assert main(["run", "--profile", "gpu", "--dry-run", "--card", "l4", "--set", "pretrain.accumulation_steps=1",
+                 *folders]) == 1
+    assert "does not fit: raise --set pretrain.accumulation_steps=N" in capsys.readouterr().out
+
+
+def test_a_rate_measured_on_the_card_replaces_the_assumed_one(capsys, tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "bench.json").write_text(json.dumps({"machine": {"gpu": "NVIDIA H100 80GB HBM3"},
+                                                    "mfu": [{"profile": "gpu", "tokens_per_s": 100_000.0}]}))
+    main(["run", "--profile", "gpu", "--dry-run", "--card", "h100", "--results", str(results), "--cache", str(tmp_path / "c")])
+    out = capsys.readouterr().out
+    assert "100,000 tokens/s measured on the card (results/bench.json)" in out
+    from pe_book.experiments.profiles import GPU
+    models = sum(len(GPU.pretrain_seeds_for(v)) for v in GPU.variants)
+    hours = models * GPU.pretrain.steps * GPU.pretrain.batch_size * GPU.seq_len / 100_000 / 3600
+    assert f"pretraining {hours:,.1f}," in out
+
+
+def test_card_goes_with_a_dry_run(capsys, tmp_path):
+    line = one_line(capsys, ["run", "--profile", "gpu", "--card", "h100", "--results", str(tmp_path)])
+    assert line == "pe-book run: error: --card and --devices go with --dry-run (--debug shows the traceback)"
+
+
+def test_a_published_profile_whose_results_are_absent_is_said_before_planning(capsys, tmp_path):
+    line = one_line(capsys, ["run", "--profile", "cpu", "--results", str(tmp_path / "results"), "--cache", str(tmp_path / "c")])
+    assert f"{tmp_path / 'results' / 'cpu-next'} does not exist (the published profiles' results are committed" in line
+    assert f"mkdir -p {tmp_path / 'results' / 'cpu-next'}" in line
+    assert not any((tmp_path / "c" / "prepared").iterdir())  # no data read
+
+
+def test_pretrain_takes_set_as_run_does(tmp_path, tokenizer_dir, capsys):
+    out = tmp_path / "run"
+    argv = ["pretrain", "--variant", "ape-learned", "--profile", "smoke", "--set", "model.hidden_size=32",
+            "--set", "model.num_attention_heads=2", "--set", "pretrain.steps=2", "--batch-size", "4",
+            "--precision", "fp32", "--corpus-file", str(corpus_file(tmp_path, 40)), "--tokenizer", str(tokenizer_dir),
+            "--out", str(out), "--cache", str(tmp_path / "c"), "--no-progress"]
+    assert main(argv) == 0
+    config = json.loads((out / "model" / "config.json").read_text())
+    assert (config["hidden_size"], config["num_attention_heads"]) == (32, 2)
+    line = one_line(capsys, ["pretrain", "--variant", "none", "--set", "model.hidden_size=0", "--out", str(tmp_path / "x")])
+    assert line.startswith("pe-book pretrain: error: --set model.hidden_size=0: model.hidden_size is 0")

@@ -14,7 +14,8 @@ from pe_book.experiments.runner import CODE_VERSIONS
 from pe_book.experiments.store import Store
 from pe_lib.training import metrics
 from pe_lib.training.finetune import answers_at, best_null_threshold
-from pe_lib.training.pretrain import MLMData, PretrainConfig, evaluate
+from pe_lib.training.mlm import MLMData, evaluate
+from pe_lib.training.pretrain_config import PretrainConfig
 
 MRPC, COLA, STSB, SST2 = (TASKS[n].meta for n in ("mrpc", "cola", "stsb", "sst2"))
 

@@ -33,7 +33,7 @@ def test_bad_overrides_are_one_clear_error(assignment, message):
 
 
 def test_an_override_is_part_of_the_pretraining_key():
-    from pe_lib.training.pretrain import config_identity
+    from pe_lib.training.pretrain_config import config_identity
 
     profile = with_overrides(SMOKE, ["pretrain.steps=3"])
     assert config_identity(profile.pretrain)["steps"] == 3

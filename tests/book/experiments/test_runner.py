@@ -15,13 +15,15 @@ import pe_lib.training.pretrain
 from pe_lib.data.tasks import TASKS, Task
 from pe_lib.errors import InputError
 from pe_lib.io import LockedError, write_manifest
+from pe_lib.probing import ANALYSIS_WINDOW
 from pe_book.experiments import runner as runner_module
 from pe_book.experiments.profiles import SMOKE, get_profile
 from pe_book.chapters.pretraining import machine_name
 from pe_book.commands.verify import ROUNDING_ULPS, ulps_apart
 from pe_book.experiments.runner import MissingResult, Runner
 from pe_book.experiments.store import hardware
-from pe_lib.training.pretrain import MLMData, PretrainConfig
+from pe_lib.training.mlm import MLMData
+from pe_lib.training.pretrain_config import PretrainConfig
 
 WORDS = "good bad film plot the was a cat dog sat".split()
 
@@ -462,7 +464,7 @@ def test_the_analysis_window_goes_with_the_analysis_code_version():
     """The stored local monotonicity is computed over 1..ANALYSIS_WINDOW, which is not in the key:
     changing the window without bumping the analysis version would reuse stale artifacts."""
     pinned = {1: 8}  # analysis code version -> its window; add a pair when bumping the version
-    assert pinned.get(runner_module.CODE_VERSIONS["analysis"]) == runner_module.ANALYSIS_WINDOW
+    assert pinned.get(runner_module.CODE_VERSIONS["analysis"]) == ANALYSIS_WINDOW
 
 
 def test_a_task_named_in_the_profile_gets_its_own_cap_on_training_examples(runner, profile, monkeypatch):

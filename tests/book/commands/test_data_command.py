@@ -1,4 +1,5 @@
-"""``pe-book data`` through the project's CLI dispatcher, and one check of a real prepared cache if present."""
+"""``pe-book data`` (``pe_book.commands.data``) through the project's CLI dispatcher, and one check of a real
+prepared cache if present. The fake sources are those of the data tests (``tests/data/conftest.py``)."""
 from __future__ import annotations
 
 import json
@@ -6,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from data.conftest import _fresh_hub_memory, _offline, fake_cache, fake_cache_template, prepared_cache  # noqa: F401 (fixtures)
 from pe_book import cli
 from pe_lib.data import corpus as corpus_module
 from pe_lib.data.cache import default_cache_dir

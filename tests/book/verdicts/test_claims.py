@@ -1,4 +1,4 @@
-"""pe_book.claims (and the verdict rule of pe_book.stats it applies): the paper's claims, correlations with indicators and the [CLS] gap, on small hand-made data."""
+"""pe_book.verdicts.claims (and the verdict rule of pe_book.verdicts it applies): the paper's claims, correlations with indicators and the [CLS] gap, on small hand-made data."""
 from __future__ import annotations
 
 import math
@@ -8,9 +8,10 @@ import pandas as pd
 import pytest
 
 from book.test_tables import _per_seed
-from pe_book import claims, stats, tables
 from pe_book.experiments import profiles
-from pe_book.stats import Claim, Comparison
+from pe_book.verdicts import claims, comparisons, rule
+from pe_book.verdicts.groups import ORDER_SENSITIVE_CLASSIFICATION, SPAN
+from pe_book.verdicts.rule import Claim, Comparison
 
 
 def test_assess_claims_end_to_end():
@@ -21,16 +22,16 @@ def test_assess_claims_end_to_end():
                                                   Comparison("x", "z", "classification"))),
               Claim("y-best", "y beats x", (Comparison("y", "x", "classification"),)),
               Claim("absent", "w beats x", (Comparison("w", "x", "classification"),))]
-    table = stats.assess_claims(stated, per_seed)
-    assert table.loc["x-best", "verdict"] == stats.UNDECIDED and table.loc["x-best", "MDE"] > 0
+    table = comparisons.assess_claims(stated, per_seed)
+    assert table.loc["x-best", "verdict"] == rule.UNDECIDED and table.loc["x-best", "MDE"] > 0
     assert table.loc["x-best", "decided as claimed"] == 1 and table.loc["x-best", "in claimed direction"] == 1
-    assert table.loc["y-best", "verdict"] == stats.CONTRADICTED and math.isnan(table.loc["y-best", "MDE"])
-    assert table.loc["absent", "verdict"] == stats.NOT_TESTED and table.loc["absent", "comparisons"] == 0
+    assert table.loc["y-best", "verdict"] == rule.CONTRADICTED and math.isnan(table.loc["y-best", "MDE"])
+    assert table.loc["absent", "verdict"] == rule.NOT_TESTED and table.loc["absent", "comparisons"] == 0
     one_seed = _per_seed({"x": [10.0], "y": [1.0]})
-    assert stats.assess_claims(stated[:1], one_seed).loc["x-best", "verdict"] == stats.VARIANCE_UNKNOWN
+    assert comparisons.assess_claims(stated[:1], one_seed).loc["x-best", "verdict"] == rule.VARIANCE_UNKNOWN
     reason = "no model beats bag of words on classification"
-    not_learned = stats.assess_claims(stated[1:2], per_seed, {"classification": reason})
-    assert not_learned.loc["y-best", "verdict"] == f"{stats.NOT_TESTABLE}: {reason}"  # never "contradicted"
+    not_learned = comparisons.assess_claims(stated[1:2], per_seed, {"classification": reason})
+    assert not_learned.loc["y-best", "verdict"] == f"{rule.NOT_TESTABLE}: {reason}"  # never "contradicted"
     assert not_learned.loc["y-best", "not testable on"] == reason
 
 
@@ -39,8 +40,8 @@ def test_paper_claims_name_paper_variants_and_pick_the_best_learned_rpe_on_valid
     stated = {c.key: c for c in claims.paper_claims(selection=validation, span_tasks=("squad",))}
     assert {c.worse for c in stated["cls-ape-best"].comparisons} == set(profiles.SINGLE_PES) - {"ape-learned"}
     # the GLUE-average claims stand on the order-sensitive classification tasks, the SQuAD-average ones on the span tasks
-    assert {c.column for c in stated["cls-ape-best"].comparisons} == {tables.ORDER_SENSITIVE_CLASSIFICATION}
-    assert {c.column for c in stated["span-rpe-beats-ape"].comparisons} == {tables.SPAN}
+    assert {c.column for c in stated["cls-ape-best"].comparisons} == {ORDER_SENSITIVE_CLASSIFICATION}
+    assert {c.column for c in stated["span-rpe-beats-ape"].comparisons} == {SPAN}
     best = stated["span-best-learned-rpe"].comparisons
     assert {c.better for c in best} == {"ape-learned+rpe-learned"}
     assert "rpe-learned" not in {c.worse for c in best}
@@ -62,8 +63,8 @@ def test_correlations_and_indicator_verdicts():
     assert table.loc[("translation_invariance", "classification"), "rho"] == pytest.approx(1.0)
     assert table.loc[("translation_invariance", "classification"), "n"] == 8  # "none" left out
     verdicts = claims.assess_indicator_claims(table, ["classification"])
-    assert verdicts.loc["ti-helps-classification", "verdict"] == stats.SUPPORTED
-    assert verdicts.loc["symmetry-hurts-classification", "verdict"] == stats.CONTRADICTED
+    assert verdicts.loc["ti-helps-classification", "verdict"] == rule.SUPPORTED
+    assert verdicts.loc["symmetry-hurts-classification", "verdict"] == rule.CONTRADICTED
     assert verdicts.loc["local-mono-helps-classification", "verdict"] == claims.NOT_SIGNIFICANT
     assert claims.correlation_verdict(0.9, 0.001, 3, +1) == claims.TOO_FEW
 
@@ -76,23 +77,23 @@ def test_indicator_claims_are_one_family_under_holm_on_the_learned_columns():
     table = claims.correlations(indicators, scores)
     verdicts = claims.assess_indicator_claims(table, ["a", "b"])
     assert len(verdicts) == 6 and (verdicts["p (Holm)"] >= verdicts["p"]).all()
-    assert verdicts["p (Holm)"].to_numpy() == pytest.approx(stats.holm(verdicts["p"].to_numpy()))
+    assert verdicts["p (Holm)"].to_numpy() == pytest.approx(rule.holm(verdicts["p"].to_numpy()))
     # rho 1 over 6 variants: p 0, corrected or not; symmetry's rho +0.89 has p 0.019, alone enough
     # against the claim, but 4 x 0.019 = 0.075 under Holm (third smallest of six)
-    assert verdicts.loc["ti-helps-a", "verdict"] == stats.SUPPORTED
+    assert verdicts.loc["ti-helps-a", "verdict"] == rule.SUPPORTED
     assert verdicts.loc["symmetry-hurts-a", "p (Holm)"] == pytest.approx(4 * verdicts.loc["symmetry-hurts-a", "p"])
     assert verdicts.loc["symmetry-hurts-a", "p"] < 0.05 and verdicts.loc["symmetry-hurts-a", "verdict"] == claims.NOT_SIGNIFICANT
     reason = "no model beats bag of words on b"
     gated = claims.assess_indicator_claims(table, ["a", "b"], untestable={"b": reason})
-    assert gated.loc["ti-helps-b", "verdict"] == f"{stats.NOT_TESTABLE}: {reason}" and np.isnan(gated.loc["ti-helps-b", "p (Holm)"])
+    assert gated.loc["ti-helps-b", "verdict"] == f"{rule.NOT_TESTABLE}: {reason}" and np.isnan(gated.loc["ti-helps-b", "p (Holm)"])
     testable = gated[gated["score"] == "a"]  # the family is the three claims on a
-    assert testable["p (Holm)"].to_numpy() == pytest.approx(stats.holm(testable["p"].to_numpy()))
+    assert testable["p (Holm)"].to_numpy() == pytest.approx(rule.holm(testable["p"].to_numpy()))
 
 
 def test_comparison_table():
     per_seed = _per_seed({"x": [[10.0, 11.0, 12.0], [12.0, 12.0, 13.0]], "y": [[1.0, 2.0, 3.0], [2.0, 1.0, 2.0]]})
     stated = [Claim("k", "x beats y", (Comparison("x", "y", "classification"), Comparison("y", "x", "classification")))]
-    table = stats.comparison_table(stated, per_seed)
+    table = comparisons.comparison_table(stated, per_seed)
     assert list(table["outcome"]) == ["as claimed", "against"]
     assert table.loc[0, "difference"] == pytest.approx(35 / 3 - 11 / 6) and table.loc[0, "low"] > 0
     assert (table["level"] == 1 - 0.05 / 2).all() and (table["over"] == 2).all()  # each interval's level, Bonferroni over 2
@@ -112,7 +113,7 @@ def _nested(centre: float) -> list[list[float]]:
 @pytest.mark.parametrize("untied, share, conclusion", [
     (79.0, 0.9, "closes the gap (no remaining gap detected)"),  # beats tied by 9; 1 behind APE, not decided
     (75.0, 0.5, "narrows the gap"),  # beats tied by 5; still 5 behind APE
-    (71.0, 0.1, stats.UNDECIDED),
+    (71.0, 0.1, rule.UNDECIDED),
     (62.0, -0.8, "widens the gap"),
     (90.0, 2.0, "reverses the gap"),
 ])
@@ -132,7 +133,7 @@ def test_cls_gap_on_a_column_no_model_learned_gives_no_verdict():
                           "rpe-learned+untie-cls": _nested(79.0)})
     why = {"classification": "no model beats bag of words on sst2"}
     row = claims.cls_gap(per_seed, "ape-learned", {"rpe-learned+untie-cls": "rpe-learned"}, "classification", why).iloc[0]
-    expected = stats.not_testable([why["classification"]])
+    expected = rule.not_testable([why["classification"]])
     assert row["untying helps"] == row["reference still ahead"] == row["conclusion"] == expected
     assert row["gain"] == pytest.approx(9.0) and row["gain low"] < 9.0  # the effect is still shown
 
@@ -144,5 +145,5 @@ def test_cls_gap_without_a_gap_or_a_spread():
     assert row["conclusion"].startswith("no gap") and math.isnan(row["share closed"])
     one_seed = _per_seed({"ape-learned": [80.0], "rpe-learned": [70.0], "rpe-learned+untie-cls": [79.0]})
     row = claims.cls_gap(one_seed, "ape-learned", pairs, "classification").iloc[0]
-    assert row["conclusion"] == stats.VARIANCE_UNKNOWN and row["share closed"] == pytest.approx(0.9)
+    assert row["conclusion"] == rule.VARIANCE_UNKNOWN and row["share closed"] == pytest.approx(0.9)
     assert row["gain level"] == "no interval"

@@ -1,6 +1,6 @@
 r"""The paper's claims and the verdicts on them.
 
-Claims about scores are tested by :mod:`pe_book.stats` (its docstring gives the rule and why):
+Claims about scores are tested by :mod:`pe_book.verdicts.comparisons` (its modules give the rule and why):
 each comparison "``better`` scores higher than ``worse`` on ``column``" gets its effect with an
 interval from both variance sources (pretraining seeds, fine-tuning seeds nested in them), a
 claim's comparisons are corrected for multiplicity (Holm), and an undecided claim reports the
@@ -13,7 +13,7 @@ are corrected with Holm's method (six uncorrected tests on the first cpu run gav
 "supported" at p 0.027). A claim is *supported* when the correlation has the claimed sign and its
 Holm-adjusted p is below ``alpha`` (0.05), *contradicted* when it has the other sign with an
 adjusted ``p < alpha``, else "not decidable: correlation not significant" (or ": too few variants"
-below four); on a column that no model has learned (:mod:`pe_book.testability`) it is "not
+below four); on a column that no model has learned (:mod:`pe_book.verdicts.testability`) it is "not
 testable at this scale" and leaves the family.
 """
 from __future__ import annotations
@@ -25,9 +25,13 @@ import numpy as np
 import pandas as pd
 
 from pe_book.experiments.profiles import COMBINATIONS, PAPER_VARIANTS, SINGLE_PES
-from pe_book.stats import (CONTRADICTED, NOT_TESTABLE, NOT_TESTED, SUPPORTED, UNDECIDED, VARIANCE_UNKNOWN, Claim,
-                           Comparison, best_on, compare_family, holm, interval_label, not_testable)
-from pe_book.tables import ORDER_SENSITIVE_CLASSIFICATION, SPAN, summarise
+from pe_book.verdicts.comparisons import compare_family
+from pe_book.verdicts.gate import best_on
+from pe_book.verdicts.groups import ORDER_SENSITIVE_CLASSIFICATION, SPAN
+from pe_book.verdicts.intervals import interval_label
+from pe_book.verdicts.mixed_model import variant_means
+from pe_book.verdicts.rule import (CONTRADICTED, NOT_TESTABLE, NOT_TESTED, SUPPORTED, UNDECIDED, VARIANCE_UNKNOWN,
+                                   Claim, Comparison, holm, not_testable)
 from pe_lib.positions import parse_variant
 
 NOT_SIGNIFICANT = "not decidable: correlation not significant"
@@ -46,7 +50,7 @@ def paper_claims(classification: str = ORDER_SENSITIVE_CLASSIFICATION, span: str
 
     "The best models on each span task use fully learnable RPE" compares, on each span task,
     the best variant with ``rpe-learned`` with every variant without it. The best is chosen on
-    ``selection``, per-seed scores of the **validation** split (:func:`~pe_book.stats.best_on`),
+    ``selection``, per-seed scores of the **validation** split (:func:`~pe_book.verdicts.gate.best_on`),
     and the claim is then tested on the test split: choosing on the tested scores would favour
     the claim. Without ``selection`` (or a score for it) that task's comparisons start from
     ``rpe-learned`` itself."""
@@ -123,12 +127,12 @@ def cls_gap(per_seed: pd.DataFrame, reference: str, pairs: Mapping[str, str], co
     on ``column``? One row per ``untied -> tied`` pair: the three variant means, the gap before
     (``reference - tied``) and after (``reference - untied``), the share of the gap closed
     ``(untied - tied) / (reference - tied)`` (NaN when there is no gap), the gain of untying with
-    its interval and the interval's level (``gain level``, :func:`~pe_book.stats.interval_label`),
+    its interval and the interval's level (``gain level``, :func:`~pe_book.verdicts.intervals.interval_label`),
     and the verdicts of "untied beats tied" and "the reference still beats untied":
-    the two comparisons of a pair are one family of :func:`~pe_book.stats.compare_family`
+    the two comparisons of a pair are one family of :func:`~pe_book.verdicts.comparisons.compare_family`
     (Holm over the two, Bonferroni intervals). ``untestable``: column -> why no model learned it
-    (:func:`pe_book.testability.untestable`); there both verdicts are "not testable"."""
-    means = summarise(per_seed[[column]])[(column, "mean")]
+    (:func:`pe_book.verdicts.testability.untestable`); there both verdicts are "not testable"."""
+    means = variant_means(per_seed[[column]])[column]
     untestable = untestable or {}
 
     def mean(variant: str) -> float:

@@ -1,4 +1,4 @@
-"""The gate of every verdict (``pe_book.testability``): a column enters a verdict only where its
+"""The gate of every verdict (``pe_book.verdicts.testability``): a column enters a verdict only where its
 best variant (one with at least two pretraining seeds) beats every order-free baseline and, on tasks
 that need word order, the variant that cannot see it; a rule that reads word order is a reference
 beside them, never a bar."""
@@ -7,14 +7,14 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
-from pe_book import stats, testability
+from pe_book.verdicts import intervals, mixed_model, testability
 
 
 def _two_variants(variants: tuple[str, str], levels: dict[str, tuple[float, float]]) -> pd.DataFrame:
     """Per-seed scores of two variants (3 pretraining x 2 fine-tuning seeds each): every column at
     its two levels, plus the same small noise."""
     rows = [(v, p, s) for v in variants for p in range(3) for s in range(2)]
-    index = pd.MultiIndex.from_tuples(rows, names=list(stats.LEVELS))
+    index = pd.MultiIndex.from_tuples(rows, names=list(mixed_model.LEVELS))
     noise = np.tile([0.0, 0.5, 1.0, 0.2, 0.4, 0.8], 2)
     return pd.DataFrame({c: np.r_[np.full(6, a), np.full(6, b)] + noise for c, (a, b) in levels.items()}, index=index)
 
@@ -53,16 +53,12 @@ def _span_payload(absent: float, neighbour: float) -> dict:
         "neighbour match": {"test": {"exact_match": neighbour, "f1": neighbour}, "order_free": False}}}
 
 
-def _runner(payloads: dict) -> SimpleNamespace:
-    return SimpleNamespace(ensure_baselines=lambda task: SimpleNamespace(payload=payloads[task]))
-
-
 def test_a_rule_that_reads_word_order_is_a_reference_never_a_bar():
-    runner = _runner({"cloze": _span_payload(40.0, 82.0), "cloze_v2": _span_payload(60.0, 80.0)})
-    bars = testability.task_bars(runner, ["cloze", "cloze_v2"])  # the gate's bars: order-free
+    payloads = {"cloze": _span_payload(40.0, 82.0), "cloze_v2": _span_payload(60.0, 80.0)}
+    bars = testability.task_bars(payloads)  # the gate's bars: order-free
     assert bars == {"cloze": ("absent word", 40.0), "cloze_v2": ("absent word", 60.0)}
-    assert testability.task_bars(runner, ["cloze"], order_free=False) == {"cloze": ("neighbour match", 82.0)}
-    references = testability.task_references(runner, ["cloze", "cloze_v2"])
+    assert testability.task_bars({"cloze": payloads["cloze"]}, order_free=False) == {"cloze": ("neighbour match", 82.0)}
+    references = testability.task_references(payloads)
     assert references == {"cloze": ("neighbour match", 82.0), "cloze_v2": ("neighbour match", 80.0)}
     # the models beat the order-free rule and none by far, and neighbour match, which reads order, on
     # cloze_v2 only: above the rule that reads order or below it, the columns are testable
@@ -71,34 +67,34 @@ def test_a_rule_that_reads_word_order_is_a_reference_never_a_bar():
     table = testability.testability(per_seed, per_seed, bars, {"span": ["cloze", "cloze_v2"]}, 0.05,
                                     order_sensitive=["cloze", "cloze_v2"], references=references)
     assert table["testable"].all() and testability.untestable(table) == {}
-    assert table.loc["cloze", "high"] < 82.0 and table.loc["cloze", "against reference"] == stats.BELOW
-    assert table.loc["cloze_v2", "against reference"] == stats.ABOVE
+    assert table.loc["cloze", "high"] < 82.0 and table.loc["cloze", "against reference"] == intervals.BELOW
+    assert table.loc["cloze_v2", "against reference"] == intervals.ABOVE
     assert table.loc["span", "reference"] == "neighbour match" and table.loc["span", "reference score"] == 81.0
     assert table.loc["span", "baseline"] == "absent word" and table.loc["span", "baseline score"] == 50.0
     # a reference within the interval: the standing says so, and the gate does not change
     near = testability.testability(per_seed, per_seed, bars, {"span": ["cloze", "cloze_v2"]}, 0.05,
                                    order_sensitive=["cloze", "cloze_v2"], references={"cloze": ("neighbour match", 81.5)})
-    assert near.loc["cloze", "against reference"] == stats.WITHIN and near["testable"].all()
+    assert near.loc["cloze", "against reference"] == intervals.WITHIN and near["testable"].all()
     assert pd.isna(near.loc["span", "reference"]), "a group's reference needs one on each of its tasks"
 
 
 def test_an_order_free_baseline_above_the_best_variant_gates():
-    runner = _runner({"cloze": _span_payload(90.0, 95.0), "cloze_v2": _span_payload(60.0, 80.0)})
+    payloads = {"cloze": _span_payload(90.0, 95.0), "cloze_v2": _span_payload(60.0, 80.0), "other": _span_payload(0, 0)}
     per_seed = _two_variants(("none", "x"), {"cloze": (30.0, 81.0), "cloze_v2": (30.0, 85.0)})
     per_seed["span"] = per_seed[["cloze", "cloze_v2"]].mean(axis=1)
     specs = {t: SimpleNamespace(order_sensitive=True) for t in ("cloze", "cloze_v2")}
-    table = testability.gate(runner, per_seed, per_seed, specs, {"span": ["cloze", "cloze_v2"]})
+    table = testability.gate(payloads, per_seed, per_seed, specs, {"span": ["cloze", "cloze_v2"]})  # specs' tasks only
     assert not table.loc["cloze", "testable"] and table.loc["cloze_v2", "testable"]
     assert table.loc["cloze", "reason"] == "no model beats absent word on cloze"
     assert testability.untestable(table) == {"cloze": "no model beats absent word on cloze",
                                              "span": "no model beats absent word on cloze"}
-    assert table.loc["cloze", "reference"] == "neighbour match" and table.loc["cloze", "against reference"] == stats.BELOW
+    assert table.loc["cloze", "reference"] == "neighbour match" and table.loc["cloze", "against reference"] == intervals.BELOW
 
 
 def test_the_gate_never_chooses_a_variant_with_one_pretraining_seed():
     per_seed = _two_variants(("x", "y"), {"a": (70.0, 60.0)})
     solo = pd.DataFrame({"a": [99.0, 99.5]}, index=pd.MultiIndex.from_tuples([("solo", 0, 0), ("solo", 0, 1)],
-                                                                            names=list(stats.LEVELS)))
+                                                                            names=list(mixed_model.LEVELS)))
     per_seed = pd.concat([per_seed, solo])  # solo scores highest on both splits, with one pretraining seed
     table = testability.testability(per_seed, per_seed, {"a": ("bag of words", 65.0)}, {}, 0.05)
     assert table.loc["a", "best variant"] == "x" and table.loc["a", "testable"]

@@ -1,4 +1,7 @@
-"""``pe-book data``: fetch and prepare the corpus, tokenizer and tasks; ``--list`` shows what is cached."""
+"""``pe-book data``: fetch and prepare the corpus, tokenizer and tasks; ``--list`` shows what is cached.
+
+A thin layer over :mod:`pe_lib.data` (:func:`pe_lib.data.prepare.prepare_all`, the sources and the
+cache): what to prepare, and the summary in words or JSON."""
 from __future__ import annotations
 
 import argparse
