@@ -78,13 +78,14 @@ def run(args) -> int:
                          f"mkdir -p {runner.store.root}")
     if not args.record_data:
         check_committed(profile)
-    if args.record_data or not (args.overrides or args.tasks):  # the profile's own data, all its tasks
-        folder = record_data(runner, [t for t in profile.tasks if t not in unavailable])
-        if args.record_data:
-            print(f"profile {args.profile}: data record in {folder}")
-            return 0
+    tasks = [t for t in profile.tasks if t not in unavailable]
+    if args.record_data:
+        print(f"profile {args.profile}: data record in {record_data(runner, tasks)}")
+        return 0
     stop = costs.stop_when_out_of_time(runner, args.stop_after) if args.stop_after else None
     timings = runner.run(args.variants, args.tasks, stop)
+    if not (args.overrides or args.tasks):  # the profile's own data, all its tasks: after the run, which
+        record_data(runner, tasks)          # refuses an unwritable store first
     print(f"profile {args.profile}: artifacts in {runner.store.root}" + (f" ({runner.stopped})" if runner.stopped else ""))
     for stage, seconds in timings.items():
         print(f"  {stage:10s} {seconds:8.1f} s")
@@ -158,9 +159,11 @@ def dry_run(runner, variants, tasks, check: bool, estimate_from: str | None = No
     whole profile names, whichever variants, tasks and seeds this run is restricted to; ``whole``: a
     runner of that profile when ``runner``'s has fewer pretraining seeds; the profile's tasks that
     cannot be loaded here, ``unavailable``, are left out of that plan, and their artifacts out of
-    the orphans); with ``estimate_from`` the hours of what is to compute; last, ``N stored, M to
-    compute``."""
+    the orphans); with ``check``, a data record that the data read here contradicts
+    (:func:`~pe_book.experiments.stored_data.record_differences`); with ``estimate_from`` the hours of
+    what is to compute; last, ``N stored, M to compute``."""
     from pe_book.experiments import costs
+    from pe_book.experiments.stored_data import RECORD, record_differences
 
     planned = runner.plan(variants, tasks)
     by_variant: dict[str, Counter] = defaultdict(Counter)
@@ -183,9 +186,13 @@ def dry_run(runner, variants, tasks, check: bool, estimate_from: str | None = No
         print(f"  orphan (no key of this code names it): {folder}")
     if estimate_from:
         print_estimate(runner, planned, estimate_from)
+    stale = record_differences(runner) if check else []
+    if stale:
+        print(f"  stale data record (it differs from the data read here in {', '.join(stale)}): {runner.store.root / RECORD}; "
+              f"write it again with `pe-book run --profile {runner.profile.name} --record-data`")
     stored = sum(a.stored for a in planned)
     print(f"{stored} stored, {len(planned) - stored} to compute" + (f", {len(orphans)} orphaned" if orphans else ""))
-    return 1 if check and orphans else 0
+    return 1 if check and (orphans or stale) else 0
 
 
 def print_estimate(runner, planned, calibration: str) -> None:

@@ -98,6 +98,20 @@ def read_record(store_root: Path) -> dict | None:
     return read_json(folder / FACTS)
 
 
+def record_differences(runner: Runner) -> list[str]:
+    """What the data record in ``runner``'s store identifies differently from the data ``runner``
+    reads (the pretraining data, or a task by name), where the record was made with the profile's
+    own settings; empty when it agrees, or where there is no such record. A stale record would let a
+    book from stored results find artifacts that this data's keys no longer name."""
+    facts = read_record(runner.store.root)
+    if facts is None or facts["settings"] != data_settings(runner.profile):
+        return []
+    stale = [] if facts["data"] == runner.data_fingerprint() else ["the pretraining data"]
+    return stale + [task for task, recorded in facts["tasks"].items()
+                    if task in runner.profile.tasks and recorded["settings"] == task_settings(runner.profile, task)
+                    and recorded["fingerprint"] != runner.task_fingerprint(task)]
+
+
 @dataclass(frozen=True)
 class StoredCorpus:
     """The prepared corpus as a chapter shows it: its origin and data card."""

@@ -117,3 +117,16 @@ def test_another_profiles_record_beside_it_gives_a_task_of_the_same_rows(compute
     else:
         assert reader.task_fingerprint("sst2") == computed.task_fingerprint("sst2")
         assert len(reader.task("sst2").splits["train"]) == 16
+
+
+def test_a_record_the_data_contradicts_is_named_stale(computed, tmp_path, monkeypatch):
+    """`run --dry-run --check` (check-keys, on freshly prepared data) names a record whose fingerprints
+    are not the data's: a book would find artifacts that this data's keys no longer name."""
+    from pe_book.experiments.stored_data import record_differences
+
+    monkeypatch.setattr(pe_lib.data, "load_task", fake_task)
+    assert record_differences(computed) == []
+    other_blocks = np.random.default_rng(1).integers(8, len(computed.tokenizer), size=(16, 16))
+    other = Runner(computed.profile, computed.store.root.parent, tmp_path / "work", tmp_path / "cache", progress=False,
+                   tokenizer=computed.tokenizer, data=MLMData.for_tokenizer(computed.tokenizer, other_blocks[:8], other_blocks[8:]))
+    assert record_differences(other) == ["the pretraining data"]
