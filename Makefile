@@ -6,7 +6,7 @@ OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
 # (make cannot import it; tests/book/test_publish.py checks that the two agree).
 PROFILE ?= cpu
 
-.PHONY: setup test book check-book check-keys check-results verify-results chromium bench bench-pretrain clean check-repository colab
+.PHONY: setup test lint book check-book check-keys check-results verify-results chromium bench bench-pretrain clean check-repository colab
 
 setup: $(STAMP)
 
@@ -21,6 +21,10 @@ $(STAMP): requirements.lock pyproject.toml
 
 test: $(STAMP)
 	$(OFFLINE) $(PY) -m pytest -q
+
+# The linter (ruff; its rules in pyproject.toml); .ci/run runs it.
+lint: $(STAMP)
+	$(PY) -m ruff check .
 
 # STORED_ONLY=1: compute nothing; refuse a profile whose results are not all stored. It is the
 # default for every profile but smoke (hours of training are never started by a book build);

@@ -33,7 +33,6 @@
 
 # %% tags=["hide-cell"]
 import matplotlib.pyplot as plt
-import pandas as pd
 
 from pe_book import notebook, plots
 from pe_book.chapters import common, properties

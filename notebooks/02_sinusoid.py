@@ -48,7 +48,6 @@
 # %% tags=["hide-cell"]
 import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
 import seaborn as sns
 
 from pe_book import notebook, plots

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pe_book.notebook import (BOOK_DIR, NOTEBOOKS_DIR, ROOT, ParameterError, check_parameters, declared_parameters,
+from pe_book.notebook import (BOOK_DIR, ROOT, ParameterError, check_parameters, declared_parameters,
                               glued_values, notebook_paths, with_defaults)
 from pe_lib.errors import DiskFullError, PeLibError
 from pe_lib.io import atomic_write_text, explain_disk_full, remove_dead_temporaries

@@ -3,7 +3,7 @@ unigram loss on the same masked validation tokens, APE P P^T indicators and neig
 Own loop (reuses pe_lib's masking/batching/seeding) so that schedule, per-group lr and pre-LN can vary."""
 import os
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-import argparse, json, math, time, sys
+import argparse, json, math, time
 from pathlib import Path
 import numpy as np
 import torch

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pe_lib.data import builders
-from pe_lib.data.builders import BUILDERS, PLACEHOLDER, WordKinds
+from pe_lib.data.builders import BUILDERS, WordKinds
 from pe_lib.data.sources import SourceUnavailable
 from pe_lib.data.tasks import load_task
 
