@@ -97,20 +97,12 @@ def test_trained_model_never_reads_damaged_weights(runner, in_store):
 def test_a_damaged_checkpoint_pointer_is_named_and_the_intact_checkpoint_resumed(make_config, tmp_path):
     """One flipped digit in ``checkpoints/latest``: one warning naming it, training resumes from
     the intact checkpoint (not step 0, whose next save would delete it) and ends as a straight run."""
-    from training.test_pretrain import assert_same_weights, run_cfg, synthetic_data
+    from training.test_pretrain import assert_same_weights, interrupt_at_step_5, run_cfg, synthetic_data
 
     config, data, out = make_config("ape-learned"), synthetic_data(), tmp_path / "run"
     pretrain(config, data, run_cfg(), tmp_path / "straight", progress=False)
 
-    class Interrupt(Exception):
-        pass
-
-    def stop_at_5(step):
-        if step == 5:
-            raise Interrupt
-
-    with pytest.raises(Interrupt):
-        pretrain(config, data, run_cfg(), out, progress=False, on_step=stop_at_5)
+    interrupt_at_step_5(config, data, run_cfg(), out)
     pointer = out / "checkpoints" / "latest"
     pointer.write_text("step-00000005\n")  # the 4 of step-00000004, one bit flipped
     trained = []

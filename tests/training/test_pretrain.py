@@ -78,12 +78,8 @@ def test_masking_is_80_10_10_and_spares_special_tokens():
     assert (labels[selected] == ids[selected]).all()
 
 
-@pytest.mark.parametrize("precision", ["fp32", "bf16"])
-def test_interrupted_and_resumed_run_ends_with_identical_weights(precision, make_config, tmp_path):
-    config, data = make_config("ape-sin-learned+rpe-learned"), synthetic_data()
-    cfg = run_cfg(precision=precision)
-    pretrain(config, data, cfg, tmp_path / "straight", progress=False)
-
+def interrupt_at_step_5(config, data, cfg, out):
+    """A pretraining run into ``out`` stopped by an exception at step 5 (its last checkpoint: step 4)."""
     class Interrupt(Exception):
         pass
 
@@ -92,7 +88,16 @@ def test_interrupted_and_resumed_run_ends_with_identical_weights(precision, make
             raise Interrupt
 
     with pytest.raises(Interrupt):
-        pretrain(config, data, cfg, tmp_path / "resumed", progress=False, on_step=stop_at_5)
+        pretrain(config, data, cfg, out, progress=False, on_step=stop_at_5)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_interrupted_and_resumed_run_ends_with_identical_weights(precision, make_config, tmp_path):
+    config, data = make_config("ape-sin-learned+rpe-learned"), synthetic_data()
+    cfg = run_cfg(precision=precision)
+    pretrain(config, data, cfg, tmp_path / "straight", progress=False)
+
+    interrupt_at_step_5(config, data, cfg, tmp_path / "resumed")
     assert (tmp_path / "resumed" / "checkpoints" / "latest").read_text().strip() == "step-00000004"
     assert not (tmp_path / "resumed" / "model").exists()
     result = pretrain(config, data, cfg, tmp_path / "resumed", progress=False)
