@@ -165,12 +165,18 @@ def remove_dead_temporaries(folder: str | os.PathLike[str], *patterns: str) -> l
         match = next(filter(None, (re.fullmatch(p, path.name) for p in patterns)), None)
         if match is None or process_running(int(match.group("pid"))):
             continue
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            path.unlink(missing_ok=True)
+        remove_path(path)
         removed.append(path.name)
     return removed
+
+
+def remove_path(path: Path) -> None:
+    """Delete ``path``: a folder with its content (a link to one: the link only), or a file; gone
+    already is fine."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def process_running(pid: int) -> bool:
@@ -353,9 +359,6 @@ def remove_stale_parts(folder: str | os.PathLike[str], names: Iterable[str]) -> 
     for pattern in names:
         parent, _, name = pattern.rpartition("/")
         for path in sorted(Path(folder).glob(f"{parent}/.{name}.*.part" if parent else f".{name}.*.part")):
-            if path.is_dir():
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                path.unlink(missing_ok=True)
+            remove_path(path)
             removed.append(path.name)
     return removed

@@ -2,7 +2,7 @@ import pytest
 
 from pe_lib.errors import CorruptFileError
 from pe_lib.io import (MANIFEST, atomic_dir, atomic_write_text, content_key, is_intact, manifested_dir, read_json,
-                       sha256_file, verified, verify_manifest, write_json, write_manifest)
+                       remove_path, sha256_file, verified, verify_manifest, write_json, write_manifest)
 
 
 def test_atomic_dir_leaves_nothing_on_failure_and_replaces_on_success(tmp_path):
@@ -65,3 +65,17 @@ def test_write_manifest_lists_the_named_files_alone(tmp_path):
         (tmp_path / name).write_text(name)
     write_manifest(tmp_path, ["b", "a"])
     assert set(read_json(tmp_path / MANIFEST)) == {"a", "b"}
+
+
+def test_remove_path_deletes_a_folder_a_file_and_only_the_link_to_a_folder(tmp_path):
+    folder, file, target = tmp_path / "folder", tmp_path / "file", tmp_path / "target"
+    (folder / "inner").mkdir(parents=True)
+    file.write_text("x")
+    target.mkdir()
+    (target / "kept").write_text("x")
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    for path in (folder, file, link, tmp_path / "gone"):
+        remove_path(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["target"]
+    assert (target / "kept").exists()
