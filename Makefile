@@ -3,7 +3,7 @@ PY      := .venv/bin/python
 STAMP   := .venv/.setup-done
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
 # The published book's profile, built from the committed results: pe_book.commands.common.PUBLISHED_PROFILE
-# (make cannot import it; tests/book/test_publish.py checks that the two agree).
+# (make cannot import it; tests/book/publishing/test_publish.py checks that the two agree).
 PROFILE ?= cpu
 
 .PHONY: setup test lint book check-book check-keys check-results verify-results chromium bench bench-pretrain clean check-repository colab
@@ -71,7 +71,7 @@ check-book: $(STAMP) chromium
 	test -f book/_build/html/index.html || $(MAKE) book
 	$(PY) -m pe_book check-book
 
-# A browser of pe_book.book_check.BROWSER on PATH, else Debian's (through sudo where not root).
+# A browser of pe_book.publishing.book_check.BROWSER on PATH, else Debian's (through sudo where not root).
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 chromium:
 	{ command -v chromium || command -v chromium-browser || command -v google-chrome; } >/dev/null && command -v chromedriver >/dev/null || \

@@ -33,8 +33,9 @@ import matplotlib.pyplot as plt
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import notebook, plots
+from pe_book import plots
 from pe_book.chapters import common, intro
+from pe_book.publishing import notebook
 
 notebook.record_names(globals())
 
@@ -141,7 +142,7 @@ plt.close(fig)
 # papermill replaces the parameters injected by the previous run. So pass `-p profile cpu` again
 # (without it a chapter reads, and first trains, the smoke profile's tiny models; chapter 2 with
 # `-p pretrained False` reads no model at all), and for chapters 1 and 2 the other values that
-# `pe_book.book.BOOK_PROFILES["cpu"]` lists; or open the chapter's Colab notebook, which carries
+# `pe_book.publishing.book.BOOK_PROFILES["cpu"]` lists; or open the chapter's Colab notebook, which carries
 # them. A notebook rejects an unknown parameter, or a value of the wrong type, in the cell after
 # its parameters, naming the valid ones (papermill alone would only warn). Values of variants a
 # rerun leaves out read "not run". A rerun's notebook keeps the book's glue markup in its text;

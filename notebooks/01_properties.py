@@ -34,8 +34,9 @@
 # %% tags=["hide-cell"]
 import matplotlib.pyplot as plt
 
-from pe_book import notebook, plots
+from pe_book import plots
 from pe_book.chapters import common, properties
+from pe_book.publishing import notebook
 
 notebook.record_names(globals())
 

@@ -50,8 +50,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 
-from pe_book import notebook, plots
+from pe_book import plots
 from pe_book.chapters import common, sinusoid
+from pe_book.publishing import notebook
 from pe_lib.sinusoid import psi, psi_prime
 
 notebook.record_names(globals())

@@ -38,9 +38,10 @@ warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a no
 
 import numpy as np
 
-from pe_book import notebook, plateau
+from pe_book import plateau
 from pe_book.chapters import common, pretraining
 from pe_book.chapters.escapes import margin_text
+from pe_book.publishing import notebook
 
 notebook.record_names(globals())
 

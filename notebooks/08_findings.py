@@ -43,8 +43,9 @@ from IPython.display import display
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import notebook, tables
+from pe_book import tables
 from pe_book.chapters import common, findings, paper_verdicts, trend
+from pe_book.publishing import notebook
 from pe_book.verdicts import intervals
 
 notebook.record_names(globals())

@@ -30,8 +30,9 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from pe_book import notebook, plots
+from pe_book import plots
 from pe_book.chapters import common, performance
+from pe_book.publishing import notebook
 
 notebook.record_names(globals())
 

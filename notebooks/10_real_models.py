@@ -41,8 +41,9 @@ import matplotlib.pyplot as plt
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import notebook, plots
+from pe_book import plots
 from pe_book.chapters import common, real_models
+from pe_book.publishing import notebook
 
 notebook.record_names(globals())
 

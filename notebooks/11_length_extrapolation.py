@@ -51,8 +51,8 @@ import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import notebook
 from pe_book.chapters import common, length_extrapolation
+from pe_book.publishing import notebook
 
 notebook.record_names(globals())
 

@@ -52,8 +52,9 @@ import matplotlib.pyplot as plt
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import notebook, plots, tables
+from pe_book import plots, tables
 from pe_book.chapters import cls_untying, common
+from pe_book.publishing import notebook
 
 notebook.record_names(globals())
 

@@ -39,8 +39,9 @@ import seaborn as sns
 
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a notebook without widgets
 
-from pe_book import notebook, plots
+from pe_book import plots
 from pe_book.chapters import common, scale, scale_text, trend
+from pe_book.publishing import notebook
 from pe_book.verdicts import intervals
 
 notebook.record_names(globals())

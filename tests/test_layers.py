@@ -1,5 +1,6 @@
 """The flow of the package: text -> data -> models -> training -> experiments -> verdicts ->
-chapters -> book. No module imports one above it (function-level imports included), so the library
+chapters -> publishing (the notebooks' calls, the book, its checks, Colab, the README) -> command
+line. No module imports one above it (function-level imports included), so the library
 stands apart from the book's application; a module this map does not place fails the test until it
 is placed. Nor do two modules import each other, directly or through others (an import circle),
 within a layer or across it. The verdicts only read plain tables: nothing they import, directly or
@@ -23,8 +24,7 @@ LAYERS = (
     ("verdicts", {"pe_book.verdicts"}),
     ("chapters", {"pe_book.tables", "pe_book.plots", "pe_book.plateau", "pe_book.design", "pe_book.chapters",
                   "pe_book.bench", "pe_book.results_data"}),
-    ("book", {"pe_book.notebook", "pe_book.book", "pe_book.book_check", "pe_book.publish", "pe_book.headline",
-              "pe_book.sphinx_glue"}),
+    ("publishing", {"pe_book.publishing"}),
     ("command line", {"pe_book", "pe_book.commands", "pe_book.cli", "pe_book.__main__"}),
 )
 #: What the verdicts never import, directly or through others: they compute nothing and present nothing.
@@ -155,9 +155,10 @@ def test_no_modules_import_each_other():
 
 def test_the_check_sees_function_level_imports(tmp_path):
     source = tmp_path / "m.py"
-    source.write_text("def f():\n    from pe_book.tables import summarise\n    import pe_book.book\n")
-    assert imports(source) == {"pe_book.tables", "pe_book.book"}
+    source.write_text("def f():\n    from pe_book.tables import summarise\n    import pe_book.publishing.book\n")
+    assert imports(source) == {"pe_book.tables", "pe_book.publishing.book"}
     assert layer("pe_lib.data.tasks") < layer("pe_lib.training.pretrain") < layer("pe_book.chapters.common")
+    assert layer("pe_book.chapters.findings") < layer("pe_book.publishing.headline") < layer("pe_book.commands.publish")
     with pytest.raises(AssertionError, match="pe_lib.newcomer is in no layer"):
         layer("pe_lib.newcomer")
 

@@ -1,14 +1,14 @@
 """``pe-book book [--profile P] [--only NOTEBOOK] [--no-html] [--no-compute | --stored-only]``:
-execute the notebooks and build the Jupyter Book (:func:`pe_book.book.build`); by default the
+execute the notebooks and build the Jupyter Book (:func:`pe_book.publishing.book.build`); by default the
 published book's profile (:data:`~pe_book.commands.common.PUBLISHED_PROFILE`).
 ``pe-book book --page OUT.ipynb``: a chapter rerun by papermill as one HTML page
-(:func:`pe_book.book.build_page`)."""
+(:func:`pe_book.publishing.book.build_page`)."""
 from __future__ import annotations
 
 import sys
 import time
 
-from pe_book.book import BOOK_PROFILES, ROOT, BookError, build, build_page
+from pe_book.publishing.book import BOOK_PROFILES, ROOT, BookError, build, build_page
 from pe_book.commands.common import PUBLISHED_PROFILE, need_checkout
 
 

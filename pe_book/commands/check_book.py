@@ -1,5 +1,5 @@
 """``pe-book check-book``: open every page of the built book in headless Chromium and check it
-(:func:`pe_book.book_check.check_book`: figures, mathematics, links, offline, console, text, width);
+(:func:`pe_book.publishing.book_check.check_book`: figures, mathematics, links, offline, console, text, width);
 one line per page, and exit status 1 when any page fails (``make check-book``)."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the ``check-book`` subcommand's arguments."""
-    from pe_book.book_check import DEFAULT_HTML, DEFAULT_SHOTS
+    from pe_book.publishing.book_check import DEFAULT_HTML, DEFAULT_SHOTS
 
     parser.add_argument("--html", type=Path, default=DEFAULT_HTML, help="the built book (default: book/_build/html)")
     parser.add_argument("--screenshots", type=Path, default=DEFAULT_SHOTS,
@@ -19,7 +19,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Check every page; print each page's counts and problems, then the totals."""
-    from pe_book.book_check import check_book
+    from pe_book.publishing.book_check import check_book
 
     start = time.perf_counter()
     reports = check_book(args.html, args.screenshots)

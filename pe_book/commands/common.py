@@ -11,7 +11,7 @@ from pe_lib.errors import InputError
 #: The published book's profile, whose results are committed (``results/cpu-next``): the default of the
 #: commands that read or check those results (``book``, ``publish colab``, ``publish readme``,
 #: ``verify``). The Makefile's ``PROFILE`` repeats it (make cannot import it);
-#: ``tests/book/test_publish.py`` checks that the two agree.
+#: ``tests/book/publishing/test_publish.py`` checks that the two agree.
 PUBLISHED_PROFILE = "cpu"
 #: The default of the commands that compute into a profile's store (``run``, ``pretrain``,
 #: ``finetune``, ``adopt``): the profile of tiny models, minutes on 2 cores, so that a command

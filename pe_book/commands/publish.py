@@ -1,6 +1,6 @@
 """``pe-book publish``: the repository URL and its check, the Colab notebooks of the published book
-(:mod:`pe_book.publish`), and the README's headline (:mod:`pe_book.headline`). The profile of the
-Colab notebooks and of the headline is by default the published book's
+(:mod:`pe_book.publishing.publish`), and the README's headline (:mod:`pe_book.publishing.headline`).
+The profile of the Colab notebooks and of the headline is by default the published book's
 (:data:`~pe_book.commands.common.PUBLISHED_PROFILE`)."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pe_book.commands.common import PUBLISHED_PROFILE, checkout_root, installed_
 
 
 def configure(parser) -> None:
-    from pe_book.book import BOOK_PROFILES
+    from pe_book.publishing.book import BOOK_PROFILES
     from pe_book.experiments.profiles import PROFILES
 
     sub = parser.add_subparsers(dest="action", required=True)
@@ -33,7 +33,7 @@ def configure(parser) -> None:
 
 
 def run(args) -> int:
-    from pe_book.publish import check_repository, pages_url, repository_url
+    from pe_book.publishing.publish import check_repository, pages_url, repository_url
 
     if args.action == "url" and checkout_root() is None:  # an installed copy: the URL its metadata keeps
         url = installed_repository_url()
@@ -42,14 +42,14 @@ def run(args) -> int:
         return 0
     need_checkout(f"pe-book publish {args.action}")
     if args.action == "colab":
-        from pe_book.book import chapter_parameters
-        from pe_book.publish import write_colab_notebooks
+        from pe_book.publishing.book import chapter_parameters
+        from pe_book.publishing.publish import write_colab_notebooks
 
         for path in write_colab_notebooks(Path(args.out), args.commit, chapter_parameters(args.profile)):
             print(path)
     elif args.action == "readme":
         from pe_book.chapters.common import open_runner
-        from pe_book.headline import check_readme, update_readme
+        from pe_book.publishing.headline import check_readme, update_readme
 
         if args.check:
             runner = open_runner(args.profile, args.results)

@@ -105,7 +105,7 @@ def check_named_once(option: str, names: list[str] | None, canonical: Callable[[
 
 def published_profiles() -> set[str]:
     """The profiles whose results the published book reads (committed in the repository's ``results/``)."""
-    from pe_book.book import BOOK_PROFILES
+    from pe_book.publishing.book import BOOK_PROFILES
     from pe_book.commands.common import PUBLISHED_PROFILE
 
     return {value for params in BOOK_PROFILES[PUBLISHED_PROFILE].values() for key, value in params.items()

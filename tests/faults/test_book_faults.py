@@ -13,9 +13,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from pe_book import book
 from pe_book.chapters import common, findings, probing
 from pe_book.experiments.profiles import SMOKE
+from pe_book.publishing import book
 from pe_lib.errors import DiskFullError, InputError
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,8 +1,8 @@
 """``pe-book check-book`` (``pe_book.commands.check_book``): a line per page, its problems, the totals and
-the exit status; the browser is stubbed (tests/book/test_book.py checks pages in Chromium)."""
-from pe_book import book_check
-from pe_book.book_check import PageReport
+the exit status; the browser is stubbed (tests/book/publishing/test_book.py checks pages in Chromium)."""
 from pe_book.cli import main
+from pe_book.publishing import book_check
+from pe_book.publishing.book_check import PageReport
 
 
 def test_check_book_reports_each_page_and_fails_when_one_does(monkeypatch, capsys, tmp_path):

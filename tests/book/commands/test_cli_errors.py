@@ -249,7 +249,8 @@ def test_the_command_is_named_after_its_package_and_is_the_only_way_in():
     import importlib.util
     import tomllib
 
-    from pe_book import book_check, cli
+    from pe_book import cli
+    from pe_book.publishing import book_check
 
     root = Path(__file__).resolve().parents[3]
     scripts = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]

@@ -4,7 +4,7 @@ compute; every choice is a profile of the registries (``PROFILES``, and ``BOOK_P
 chapters are executed or written)."""
 import pytest
 
-from pe_book.book import BOOK_PROFILES
+from pe_book.publishing.book import BOOK_PROFILES
 from pe_book.cli import build_parser_for
 from pe_book.commands.common import COMPUTING_PROFILE, PUBLISHED_PROFILE
 from pe_book.experiments.profiles import PROFILES

@@ -1,8 +1,9 @@
-"""pe_book.headline: the README's figure and table, written between its markers from a complete store."""
+"""pe_book.publishing.headline: the README's figure and table, written between its markers from a
+complete store."""
 import pytest
 
-from pe_book import headline
-from pe_book.publish import PublishError
+from pe_book.publishing import headline
+from pe_book.publishing.publish import PublishError
 
 ROOT_PYPROJECT = "[project.urls]\nRepository = \"https://github.com/pe-book/pe-lib\"\n"
 

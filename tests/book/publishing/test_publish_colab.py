@@ -14,13 +14,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from pe_book import book, publish
-from pe_book.book import BOOK_DIR, chapter_parameters, glued_values
 from pe_book.chapters import pretraining
 from pe_book.chapters.common import STORED_ONLY, open_runner
 from pe_book.commands.common import PUBLISHED_PROFILE
+from pe_book.publishing import book, publish
+from pe_book.publishing.book import BOOK_DIR, chapter_parameters, glued_values
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 

@@ -2,7 +2,7 @@
 it is, whatever format the prose asks for.
 
 A chapter cites a number as ``{glue:text}`name:.3f```; when its variant was left out of a run,
-:func:`pe_book.notebook.glue` glues the words "not run" instead of NaN. myst-nb would fail to apply
+:func:`pe_book.publishing.notebook.glue` glues the words "not run" instead of NaN. myst-nb would fail to apply
 ``.3f`` to them (a warning, an error under ``--warningiserror``); with this extension the words
 appear as they are. Numbers are formatted exactly as by myst-nb.
 """

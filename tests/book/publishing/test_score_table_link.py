@@ -3,7 +3,7 @@ import re
 
 import pandas as pd
 
-from pe_book import book
+from pe_book.publishing import book
 
 ROOT = book.ROOT
 

@@ -3,11 +3,11 @@
 
 1. Each ``notebooks/NN_topic.py`` (jupytext py:percent) is converted in memory and executed by
    papermill with the parameters of the profile (:data:`BOOK_PROFILES`, checked against each
-   notebook's declared parameters first: :mod:`pe_book.notebook`) into ``book/NN_topic.ipynb``
+   notebook's declared parameters first: :mod:`pe_book.publishing.notebook`) into ``book/NN_topic.ipynb``
    (written to a temporary file, moved into place only on success; a failed run is kept in
    ``book/_build/failed/`` and the build stops with one line naming the notebook and the cell).
 2. ``jupyter-book build . --path-output book --warningiserror`` renders ``book/_build/html``
-   (``_config.yml``, completed with the repository's URL by :func:`pe_book.publish.book_config`,
+   (``_config.yml``, completed with the repository's URL by :func:`pe_book.publishing.publish.book_config`,
    and ``_toc.yml`` at the repository root; notebooks are not re-executed).
 
 Every build writes the glued values of all chapters to ``book/_build/glued.json``
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pe_book.notebook import (BOOK_DIR, ROOT, ParameterError, check_parameters, declared_parameters,
+from pe_book.publishing.notebook import (BOOK_DIR, ROOT, ParameterError, check_parameters, declared_parameters,
                               glued_values, notebook_paths, with_defaults)
 from pe_lib.errors import DiskFullError, PeLibError
 from pe_lib.io import atomic_write_text, explain_disk_full, remove_dead_temporaries
@@ -190,7 +190,7 @@ def execute_notebook(path: Path, parameters: dict[str, Any], root: Path = ROOT) 
 
 def _with_published_defaults(nb, parameters: dict[str, Any]) -> None:
     """Write a chapter's ``parameters`` into its ``parameters`` cell as the defaults
-    (:func:`pe_book.notebook.with_defaults`): a papermill rerun replaces the injected cell, and keeps
+    (:func:`pe_book.publishing.notebook.with_defaults`): a papermill rerun replaces the injected cell, and keeps
     the page's profile, trend runs and every other value it does not override. ``compute`` stays
     the notebook's own default (False): a rerun never trains unless asked."""
     from pe_book.chapters.common import COMPUTE
@@ -251,7 +251,7 @@ def build_html(root: Path = ROOT) -> Path:
 
     import yaml
 
-    from pe_book.publish import book_config
+    from pe_book.publishing.publish import book_config
 
     config = root / BOOK_DIR / "_build" / "_config.yml"  # _config.yml with the repository's URL (pyproject.toml)
     with explain_disk_full(f"book configuration {config}"):
@@ -339,7 +339,7 @@ def _write_page_sources(notebook: Path, content: dict, work: Path, root: Path) -
 
     import yaml
 
-    from pe_book.publish import book_config
+    from pe_book.publishing.publish import book_config
 
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -357,9 +357,9 @@ def _write_page_sources(notebook: Path, content: dict, work: Path, root: Path) -
 
 def _link_other_chapters(content: dict, root: Path) -> None:
     """In the text cells of an executed notebook's ``content``, each reference to another chapter
-    (or its figure) as a link into the published book (:func:`pe_book.publish.link_references`);
+    (or its figure) as a link into the published book (:func:`pe_book.publishing.publish.link_references`);
     a single page has no other chapters to resolve it against."""
-    from pe_book.publish import chapter_labels, link_references, pages_url, repository_url
+    from pe_book.publishing.publish import chapter_labels, link_references, pages_url, repository_url
 
     text = [c for c in content["cells"] if c.get("cell_type") == "markdown"]
     for cell in text:

@@ -25,12 +25,12 @@ import pandas as pd
 from pe_book import plots
 from pe_book.chapters import findings
 from pe_book.chapters.paper_figure import figure_panels
-from pe_book.publish import PublishError, pages_url, repository_url
+from pe_book.publishing.publish import PublishError, pages_url, repository_url
 from pe_book.verdicts import gate, intervals, rule
 from pe_lib.io import atomic_write_bytes, atomic_write_text
 
 START, END = "<!-- headline:start -->", "<!-- headline:end -->"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COLUMNS = {"claim": "claim", "verdict": "verdict", "effects": "effects [interval] (points)",
            "mean difference": "mean difference (points)", "MDE": "smallest detectable (points)"}
 

@@ -7,11 +7,11 @@ import jupytext
 import pytest
 import yaml
 
-from pe_book import book, publish
 from pe_book.commands.common import PUBLISHED_PROFILE
+from pe_book.publishing import book, publish
 from pe_lib.errors import InputError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 

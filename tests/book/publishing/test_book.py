@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pe_book import book, book_check, notebook, publish
-from pe_book.notebook import check_parameters
+from pe_book.publishing import book, book_check, notebook, publish
+from pe_book.publishing.notebook import check_parameters
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.py"))
 SMALL_SINUSOID = {"max_offset": 8, "n_bases": 3, "pretrained": False}
 
@@ -179,7 +179,7 @@ def test_a_stored_only_build_refuses_an_incomplete_profile_before_running_anythi
 
 
 ONLY_READS = """# %%
-from pe_book import notebook
+from pe_book.publishing import notebook
 notebook.record_names(globals())
 # %% tags=["parameters"]
 compute: bool = False
@@ -207,7 +207,7 @@ def test_the_kernels_of_a_stored_only_build_open_runners_that_only_read(tmp_path
 
 
 def test_check_links_finds_broken_files_and_anchors(tmp_path):
-    from pe_book.book_check import check_links
+    from pe_book.publishing.book_check import check_links
 
     (tmp_path / "sub").mkdir()
     (tmp_path / "index.html").write_text(
@@ -237,14 +237,14 @@ def test_check_links_finds_broken_files_and_anchors(tmp_path):
     ("3 seed(s) each", "plural"),
 ])
 def test_book_check_finds_raw_markup_nan_and_python_reprs(text, what):
-    from pe_book.book_check import text_problems
+    from pe_book.publishing.book_check import text_problems
 
     problems = text_problems(f"Some prose. {text}. More prose.")
     assert len(problems) == 1 and what in problems[0] and text.split()[-1][:5] in problems[0]
 
 
 def test_book_check_lets_prose_and_formatted_numbers_through():
-    from pe_book.book_check import text_problems
+    from pe_book.publishing.book_check import text_problems
 
     prose = ("The paper's figure [WSL+21] scores 0.627 (97.5% interval 58.6 to 62.3) on 4,096,000 tokens; "
              "a variant not run; Nonesuch, nano, Truely; \u2018quoted\u2019 words; 1,234.5 hours; "
@@ -253,7 +253,7 @@ def test_book_check_lets_prose_and_formatted_numbers_through():
 
 
 def test_every_text_rule_and_a_table_wider_than_the_column_fail_a_page():
-    from pe_book.book_check import page_findings
+    from pe_book.publishing.book_check import page_findings
 
     problems = page_findings("fast: True; 3 seed(s); 1.281e+04 tokens; loss nan", ["table 900 px wide, 212 px past the 688 px text column"])
     assert len(problems) == 5 and problems[-1] == "wider than the text column: table 900 px wide, 212 px past the 688 px text column"
@@ -270,7 +270,7 @@ def browser_problems(folder, html: str) -> list[str]:
     """What the book check finds on ``html``, served as ``folder/index.html`` in headless Chromium."""
     import tempfile
 
-    from pe_book.book_check import check_page, serve, start_browser
+    from pe_book.publishing.book_check import check_page, serve, start_browser
 
     page = folder / "index.html"
     page.write_text(html)
@@ -358,7 +358,7 @@ def test_a_chapter_restricted_to_two_variants_says_not_run_for_the_others(tmp_pa
     assert glued["panels_missing"] == "ape-learned+rpe-learned, ape-sin-learned, ape-sin-learned+rpe-learned"
     assert float(glued["apel_contrast"]) > 0  # the variants it ran keep their numbers
     assert not [name for name, text in glued.items() if re.search(r"\bnan\b", text, re.I)]
-    from pe_book.sphinx_glue import format_text
+    from pe_book.publishing.sphinx_glue import format_text
 
     assert format_text(glued["apesl_contrast"], ".3f") == "not run"
     text = "".join(str(o.get("data", {})) for c in nbformat.read(out, as_version=4).cells for o in c.get("outputs", []))
@@ -404,7 +404,7 @@ def test_a_rerun_notebook_renders_as_one_page_with_its_glued_values_and_citation
     import nbformat
 
     source = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell("from pe_book import notebook\nnotebook.glue('answer', 'forty-two')"),
+        nbformat.v4.new_code_cell("from pe_book.publishing import notebook\nnotebook.glue('answer', 'forty-two')"),
         nbformat.v4.new_markdown_cell("# A rerun\n\nThe answer is {glue:text}`answer`, after {cite:t}`wang2021position`; "
                                       "see {ref}`findings`.")])
     source.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}

@@ -1,4 +1,4 @@
-"""pe_book.notebook: the notebooks' typed parameters (checked on plain dicts, in a namespace as a
+"""pe_book.publishing.notebook: the notebooks' typed parameters (checked on plain dicts, in a namespace as a
 kernel has it, and in papermill runs of the sinusoid notebook) and what every notebook declares."""
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from pe_book.notebook import (ParameterError, check_notebook_parameters, check_parameters, declared_parameters, record_names,
-                              with_defaults)
+from pe_book.publishing.notebook import (ParameterError, check_notebook_parameters, check_parameters,
+                                         declared_parameters, record_names, with_defaults)
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.py"))
 SMALL_SINUSOID = {"max_offset": 8, "n_bases": 3, "pretrained": False}
 
@@ -148,7 +148,7 @@ def test_glue_shows_a_figure_as_its_output_where_asked(monkeypatch):
     """Under SHOW_FIGURES (Colab's first cell) a glued figure is displayed; a number never is."""
     import matplotlib.figure
 
-    from pe_book import notebook
+    from pe_book.publishing import notebook
 
     shown = {}
     monkeypatch.setattr("myst_nb.glue", lambda name, value, display=False: shown.update({name: display}))

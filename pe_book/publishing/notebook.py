@@ -6,7 +6,7 @@ Papermill only *warns* about a parameter the notebook does not have, and never c
 each notebook declares its parameters with a type and checks what it was given::
 
     # %%                                   first code cell
-    from pe_book import notebook
+    from pe_book.publishing import notebook
     notebook.record_names(globals())       # the names that exist before the parameters cell
 
     # %% tags=["parameters"]
@@ -21,7 +21,7 @@ parameters cell did not declare (a new global, or a pre-existing one re-bound) i
 parameter; any declared value whose type does not match its annotation is a wrong type. Both raise
 :class:`ParameterError` (a ``ValueError``) naming the valid parameters. :func:`check_parameters` is
 the same check on plain dicts, and :func:`declared_parameters` reads a notebook's declarations
-without running it (:mod:`pe_book.book` checks a profile's parameters with both before any
+without running it (:mod:`pe_book.publishing.book` checks a profile's parameters with both before any
 notebook runs).
 
 A list (or dict) parameter may be given as its JSON or YAML text, since papermill's ``-p`` passes
@@ -54,7 +54,7 @@ from typing import Any
 from pe_lib.errors import InputError
 
 #: The repository's root, its notebook sources and the folder of the executed chapters.
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS_DIR = "notebooks"
 BOOK_DIR = "book"
 
@@ -171,7 +171,8 @@ def check_notebook_parameters(namespace: dict) -> dict[str, Any]:
     _one_line_input_errors()
     before = namespace.get(_SNAPSHOT_KEY)
     if before is None:
-        raise RuntimeError("call pe_book.notebook.record_names(globals()) in the cell before the parameters cell")
+        raise RuntimeError("call pe_book.publishing.notebook.record_names(globals()) in the cell before the "
+                           "parameters cell")
     declared = _annotations(namespace)
     new = {
         name: value
@@ -304,7 +305,7 @@ class _Text(str):
 
 
 #: The environment variable that makes :func:`glue` show a glued figure as its cell's output too
-#: ("1"; the Colab notebooks' first cell sets it: :func:`pe_book.publish.colab_cell`).
+#: ("1"; the Colab notebooks' first cell sets it: :func:`pe_book.publishing.publish.colab_cell`).
 SHOW_FIGURES = "PE_BOOK_SHOW_FIGURES"
 
 #: What a glued NaN reads as: a chapter's number of a variant (or task) that this run left out. A
@@ -315,7 +316,7 @@ NOT_RUN = "not run"
 def glue(name: str, value: Any, display: bool = False) -> None:
     """``myst_nb.glue`` for the book's notebooks: hidden by default, numpy scalars become Python
     numbers (so that ``{glue:text}`name:.2f``` can format them), a NaN becomes the words
-    :data:`NOT_RUN` (shown as they are whatever the format, see :mod:`pe_book.sphinx_glue`), strings
+    :data:`NOT_RUN` (shown as they are whatever the format, see :mod:`pe_book.publishing.sphinx_glue`), strings
     are shown without quotes, and it works where myst-nb is not installed (e.g. Colab), writing the
     same output. Under :data:`SHOW_FIGURES`, a figure is also displayed."""
     display = display or (os.environ.get(SHOW_FIGURES) == "1" and hasattr(value, "savefig"))

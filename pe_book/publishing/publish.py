@@ -14,11 +14,11 @@ commit the book was built from, installs it, and moves into the clone, so the ch
 package of that commit and its committed results, and runs unchanged under the parameters of the
 published page, written into its ``parameters`` cell as the defaults. Colab has no myst-nb, so a
 notebook reads like the page without it: the first cell makes every glued figure a plain image
-output (:data:`pe_book.notebook.SHOW_FIGURES`), and the text cells are the page's text
+output (:data:`pe_book.publishing.notebook.SHOW_FIGURES`), and the text cells are the page's text
 (:func:`render_markdown`): the glued values of the executed book (``book/<chapter>.ipynb``, which
 must have been executed with the same parameters) in place of the glue markup, a glued figure's
 caption in place of its directive, and references as links into the published book
-(:func:`link_references`, also used by a single page: :func:`pe_book.book.build_page`). The
+(:func:`link_references`, also used by a single page: :func:`pe_book.publishing.book.build_page`). The
 command line (``pe-book publish``) is :mod:`pe_book.commands.publish`.
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Any
 
 from pe_lib.errors import InputError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: The branch that holds the Colab notebooks (the book's ``repository.branch``).
 COLAB_BRANCH = "colab"
 #: Where the Colab cell clones the repository (beside the notebook, in Colab's working folder).
@@ -86,8 +86,8 @@ def colab_cell(repository: str, commit: str) -> str:
     environment (a second run neither clones into the clone nor installs again). The hub is off
     because the published results were computed from the packaged data: online, the chapters
     would read the hub's data, whose keys differ, and find none of the results. Glued figures are
-    shown as the cells' outputs (:data:`pe_book.notebook.SHOW_FIGURES`)."""
-    from pe_book.notebook import SHOW_FIGURES
+    shown as the cells' outputs (:data:`pe_book.publishing.notebook.SHOW_FIGURES`)."""
+    from pe_book.publishing.notebook import SHOW_FIGURES
 
     return f'''# Colab: the repository at the commit this book was built from: the package and its committed results.
 import os
@@ -116,13 +116,13 @@ def colab_notebook(source: Path, repository: str, commit: str, parameters: dict[
                    glued: Mapping[str, str], labels: Mapping[str, tuple[str, str]]):
     """The Colab notebook of one chapter: :func:`colab_cell`, then the chapter, with ``parameters``
     (the published page's) as the defaults of its ``parameters`` cell
-    (:func:`pe_book.notebook.with_defaults`), and its text as the page reads, with the page's
-    ``glued`` values (name -> text, :func:`pe_book.notebook.glued_values`; :func:`render_markdown`) and
+    (:func:`pe_book.publishing.notebook.with_defaults`), and its text as the page reads, with the page's
+    ``glued`` values (name -> text, :func:`pe_book.publishing.notebook.glued_values`; :func:`render_markdown`) and
     references linked into the published book with ``labels`` (:func:`chapter_labels`)."""
     import jupytext
     import nbformat
 
-    from pe_book.notebook import with_defaults
+    from pe_book.publishing.notebook import with_defaults
 
     if not re.fullmatch(r"[0-9a-f]{40}", commit):
         raise PublishError(f"commit must be a full 40-digit hash, got {commit!r}")
@@ -146,12 +146,12 @@ def write_colab_notebooks(out: Path, commit: str, chapters: Mapping[Path, dict[s
                           executed: Path | None = None) -> list[Path]:
     """One Colab notebook per chapter, ``out/book/<chapter>.ipynb`` (the branch ``colab``'s layout):
     ``chapters`` maps each chapter's source to its parameters (the published profile's:
-    :func:`pe_book.book.chapter_parameters`); the text takes the glued values of the chapters
+    :func:`pe_book.publishing.book.chapter_parameters`); the text takes the glued values of the chapters
     executed with those parameters under ``executed`` (default: ``root``; ``book/<chapter>.ipynb``,
     what ``make book`` writes)."""
     import nbformat
 
-    from pe_book.notebook import glued_values
+    from pe_book.publishing.notebook import glued_values
 
     repository = repository_url(root)
     executed = root if executed is None else executed
@@ -172,7 +172,7 @@ def _check_executed(executed: Path, chapter: str, parameters: Mapping[str, Any])
     other ``parameters`` than the published page's: its glued values would not be the page's."""
     import nbformat
 
-    from pe_book.notebook import BOOK_DIR
+    from pe_book.publishing.notebook import BOOK_DIR
 
     path = executed / BOOK_DIR / f"{chapter}.ipynb"
     if not path.exists():
@@ -197,10 +197,10 @@ LABEL = re.compile(r"^\((?P<label>[\w-]+)\)=[ \t]*\n?", re.M)
 def render_markdown(text: str, glued: Mapping[str, str], chapter: str) -> str:
     """A text cell of ``chapter`` as its page reads without myst-nb: each glued value's text in
     place of its ``{glue:text}`` (formatted as the book formats it:
-    :func:`pe_book.sphinx_glue.format_text`), each ``{glue:figure}`` directive as its caption (the
+    :func:`pe_book.publishing.sphinx_glue.format_text`), each ``{glue:figure}`` directive as its caption (the
     figure is the output of the cell that glued it), no target labels. Refuses a name the chapter
     did not glue, and glue markup of another kind."""
-    from pe_book.sphinx_glue import format_text
+    from pe_book.publishing.sphinx_glue import format_text
 
     def value(match: re.Match) -> str:
         name = match["name"]
@@ -224,7 +224,7 @@ def chapter_labels(root: Path = ROOT) -> dict[str, tuple[str, str]]:
     heading that follows) and a figure's ``:name:`` (its title: "the figure")."""
     import jupytext
 
-    from pe_book.notebook import notebook_paths
+    from pe_book.publishing.notebook import notebook_paths
 
     labels = {}
     for path in notebook_paths(root):
@@ -247,7 +247,7 @@ def link_references(text: str, labels: Mapping[str, tuple[str, str]], book: str,
     but those in ``keep`` (a page's own) as a Markdown link into the published book at ``book``
     (:func:`pages_url`): ``[title](<book>book/<chapter>.html#<label>)``, titled by the reference's
     own text, else the target's title. Refuses a label that no chapter has."""
-    from pe_book.notebook import BOOK_DIR
+    from pe_book.publishing.notebook import BOOK_DIR
 
     def link(match: re.Match) -> str:
         label = match["target"] or match["label"]

@@ -44,7 +44,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_HTML = ROOT / "book" / "_build" / "html"
 DEFAULT_SHOTS = ROOT / "book" / "_build" / "screenshots"
 CHROMIUM_FLAGS = [

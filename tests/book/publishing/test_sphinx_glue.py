@@ -1,9 +1,10 @@
-"""pe_book.sphinx_glue and pe_book.notebook.glue: a value of a variant a run left out reads "not run"."""
+"""pe_book.publishing.sphinx_glue and pe_book.publishing.notebook.glue: a value of a variant a run left
+out reads "not run"."""
 from __future__ import annotations
 
 import math
 
-from pe_book import sphinx_glue
+from pe_book.publishing import sphinx_glue
 
 
 def test_numbers_are_formatted_as_myst_nb_does_and_words_stay_words():
@@ -14,7 +15,7 @@ def test_numbers_are_formatted_as_myst_nb_does_and_words_stay_words():
 
 
 def test_glue_turns_nan_into_not_run(monkeypatch):
-    from pe_book import notebook
+    from pe_book.publishing import notebook
 
     seen = {}
     monkeypatch.setattr("myst_nb.glue", lambda name, value, display=False: seen.update({name: value}))
