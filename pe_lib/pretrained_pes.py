@@ -25,7 +25,9 @@ the five wheel members as one seekable file, :mod:`zipfile` opens it, and only t
 lies) are decompressed. Every matrix is cached
 as ``<cache>/prepared/pe-matrix-<name>-<key>/table.npy`` (the raw table, offset rows included)
 with a ``card.json`` of its provenance and the folder's sha256 manifest (:mod:`pe_lib.io`), keyed by the
-archives' sha256, and written through a temporary folder moved into place at once.
+archives' sha256, and written through a temporary folder moved into place at once. The same
+folders can be kept elsewhere (:func:`store_position_tables`; the book commits them in
+``results/position-tables/``) and are read from there first (``stored=``): no package is fetched.
 
 Hub models (``bert-base-uncased``, ``roberta-base``, ``gpt2``, any HF model with an APE) load
 with :func:`transformers.AutoModel.from_pretrained` and
@@ -52,6 +54,9 @@ from pe_lib.data.cache import cache_root, content_key, is_offline, write_json
 from pe_lib.data.sources import SourceUnavailable, archive_path, get_source, source_dir
 from pe_lib.io import manifested_dir, verified
 
+#: The folder of a results folder that keeps the packaged models' tables (:func:`store_position_tables`;
+#: the book reads them from there and fetches no package).
+POSITION_TABLES = "position-tables"
 #: bump when a reader's output changes: part of every cached matrix's key
 READER_VERSION = 1
 _HUB_TIMEOUT_S = 5.0
@@ -360,27 +365,55 @@ def _cache_folder(model: PackagedModel, root: Path) -> Path:
     return root / "prepared" / f"pe-matrix-{model.name}-{key}"
 
 
-def _cached_table(folder: Path) -> np.ndarray | None:
+def _cached_table(folder: Path, what: str = "cached position table") -> np.ndarray | None:
     """The cached table when its folder matches its manifest, else None (a corrupt one reported)."""
-    if not verified(folder, "cached position table", required=["table.npy", "card.json"]):
+    if not verified(folder, what, required=["table.npy", "card.json"]):
         return None
     return np.load(folder / "table.npy", allow_pickle=False)
 
 
-def read_position_table(name: str, cache_dir: str | os.PathLike[str] | None = None) -> np.ndarray:
-    """The raw position table of a packaged model (offset rows included), cached after the first read."""
-    model = get_packaged_model(name)
-    folder = _cache_folder(model, cache_root(cache_dir))
-    table = _cached_table(folder)
-    if table is not None:
-        return table
-    table = np.ascontiguousarray(model.reader(cache_dir), dtype=np.float32)  # (rows, hidden)
+def _write_table(folder: Path, model: PackagedModel, table: np.ndarray) -> None:
+    """``table`` as ``folder`` (``table.npy``, ``card.json`` of its provenance, the manifest), atomically."""
     with manifested_dir(folder, f"position table of {model.name}") as work:
         np.save(work / "table.npy", table, allow_pickle=False)
         write_json(work / "card.json", {"origin": f"{model.title} position table", "tensor": model.tensor,
                                         "shape": list(table.shape), "offset": model.offset,
                                         "sources": list(_provenance(model))})
+
+
+def read_position_table(name: str, cache_dir: str | os.PathLike[str] | None = None,
+                        stored: str | os.PathLike[str] | None = None) -> np.ndarray:
+    """The raw position table of a packaged model (offset rows included): from ``stored`` (a folder
+    that :func:`store_position_tables` wrote; a copy of other archives or another reader version is
+    not there under this key, a damaged one is named and passed over), else from the cache, else
+    read from its packages and cached."""
+    model = get_packaged_model(name)
+    folder = _cache_folder(model, cache_root(cache_dir))
+    table = None if stored is None else _cached_table(Path(stored) / folder.name, "stored position table")
+    if table is not None:
+        return table
+    table = _cached_table(folder)
+    if table is not None:
+        return table
+    table = np.ascontiguousarray(model.reader(cache_dir), dtype=np.float32)  # (rows, hidden)
+    _write_table(folder, model, table)
     return table
+
+
+def store_position_tables(names: Sequence[str], folder: str | os.PathLike[str],
+                          cache_dir: str | os.PathLike[str] | None = None) -> list[Path]:
+    """Write the raw position table of each packaged model of ``names`` into ``folder``, as the cache
+    keeps it (``pe-matrix-<name>-<key>/``: ``table.npy``, ``card.json`` with the archives' sha256, the
+    manifest), so that :func:`read_position_table` with ``stored=folder`` needs no package; returns
+    the folders written. A copy already there under the same key is kept."""
+    written = []
+    for name in names:
+        model = get_packaged_model(name)
+        target = Path(folder) / _cache_folder(model, cache_root(cache_dir)).name
+        if _cached_table(target) is None:
+            _write_table(target, model, read_position_table(model.name, cache_dir))
+        written.append(target)
+    return written
 
 
 # ----------------------------------------------------------------------------- hub models
@@ -444,18 +477,19 @@ def load_hub_matrix(hub_id: str) -> tuple[np.ndarray, MatrixInfo]:
 
 
 def load_position_matrix(name: str, cache_dir: str | os.PathLike[str] | None = None, *,
-                         hub: bool = False) -> tuple[np.ndarray, MatrixInfo]:
+                         hub: bool = False, stored: str | os.PathLike[str] | None = None) -> tuple[np.ndarray, MatrixInfo]:
     """``(P, info)``: the position-embedding matrix of a real pretrained model, one row per usable
     position (offset rows dropped, float64), and what it is and where it came from.
 
     ``name`` is a packaged model (:func:`packaged_names`, read offline from pinned packages and
-    cached under ``cache_dir``) or, with ``hub=True``, any HuggingFace model id with an absolute
-    position embedding (raises :class:`HubModelUnavailable` at once when offline).
+    cached under ``cache_dir``; first from ``stored``, a folder of :func:`store_position_tables`, where it
+    holds the table) or, with ``hub=True``, any HuggingFace model id with an absolute position
+    embedding (raises :class:`HubModelUnavailable` at once when offline).
     """
     if hub:
         return load_hub_matrix(name)
     model = get_packaged_model(name)
-    table = read_position_table(model.name, cache_dir)  # (raw rows, hidden)
+    table = read_position_table(model.name, cache_dir, stored)  # (raw rows, hidden)
     info = MatrixInfo(model.name, model.title, model.architecture, "packaged", model.tensor, table.shape[0],
                       model.offset, model.offset_note, _provenance(model))
     return table[model.offset:].astype(np.float64), info
@@ -481,14 +515,15 @@ class Loaded:
     reason: str | None = None  # why it was skipped, in a few words (e.g. "offline")
 
 
-def load_models(names: Sequence[str], cache_dir: str | os.PathLike[str] | None = None) -> list[Loaded]:
-    """Every requested model, in order: a packaged name (:func:`packaged_names`) is read offline,
-    any other name is a HuggingFace id. A hub model that cannot be loaded is kept as ``skipped``
+def load_models(names: Sequence[str], cache_dir: str | os.PathLike[str] | None = None,
+                stored: str | os.PathLike[str] | None = None) -> list[Loaded]:
+    """Every requested model, in order: a packaged name (:func:`packaged_names`) is read offline
+    (first from ``stored``, :func:`load_position_matrix`), any other name is a HuggingFace id. A hub model that cannot be loaded is kept as ``skipped``
     (e.g. ``"skipped: offline ..."``, naming the packaged models in case of a typo) instead of failing."""
     loaded = []
     for name in names:
         if name.lower() in PACKAGED_MODELS:
-            loaded.append(Loaded(name, *load_position_matrix(name, cache_dir)))
+            loaded.append(Loaded(name, *load_position_matrix(name, cache_dir, stored=stored)))
             continue
         try:
             loaded.append(Loaded(name, *load_hub_matrix(name)))

@@ -2,6 +2,7 @@
 failure, and the four packaged real models (from the shared data cache, fetched once)."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -9,6 +10,7 @@ import os
 import struct
 import time
 import zipfile
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -169,6 +171,23 @@ def test_tables_are_cached_with_provenance_and_rechecked(toy_model, tmp_path):
     assert not [p for p in (tmp_path / "prepared").iterdir() if p.name.startswith(".")]  # no leftovers
 
 
+def test_a_stored_table_is_read_first_and_a_damaged_one_passed_over(toy_model, tmp_path):
+    """store_position_tables writes the cache's folders elsewhere; read from there, no package
+    (reader) is read and nothing is cached; a damaged copy is named and the packages are read."""
+    table, calls = toy_model
+    (folder,) = pes.store_position_tables(["toy"], tmp_path / "stored", tmp_path / "cache")
+    assert folder.parent == tmp_path / "stored" and folder.name.startswith("pe-matrix-toy-") and len(calls) == 1
+    assert json.loads((folder / "manifest.json").read_text()).keys() == {"card.json", "table.npy"}
+    assert pes.store_position_tables(["toy"], tmp_path / "stored", tmp_path / "cache") == [folder]  # kept
+    matrix, info = pes.load_position_matrix("toy", tmp_path / "empty", stored=tmp_path / "stored")
+    assert np.array_equal(matrix, table[2:]) and info.provenance == pes._provenance(pes.PACKAGED_MODELS["toy"])
+    assert len(calls) == 1 and not list((tmp_path / "empty").rglob("pe-matrix-*"))  # nothing cached
+    np.save(folder / "table.npy", np.zeros((10, 3), np.float32))
+    with pytest.warns(UserWarning, match="stored position table.*table.npy fails its sha256 check"):
+        assert np.array_equal(pes.load_position_matrix("toy", tmp_path / "empty", stored=tmp_path / "stored")[0], table[2:])
+    assert len(calls) == 2
+
+
 def test_failed_read_leaves_no_cache(monkeypatch, tmp_path):
     def broken(cache_dir):
         raise SourceUnavailable("registry unreachable")
@@ -276,6 +295,22 @@ def test_packaged_table_is_what_the_package_holds(name):
     row = pes.indicator_rows({name: pes.gram(matrix, 128)}, window=8)[name]
     got = (row["monotonicity"], row["monotonicity_local"], row["translation_invariance"])
     assert got == pytest.approx(values, abs=1e-6)
+
+
+def test_the_committed_tables_are_what_the_packages_hold(monkeypatch, tmp_path):
+    """results/position-tables (what the book reads) holds every packaged model's table under the
+    key of its current archives and reader, each the table the package holds (EXPECTED's sha256)."""
+    stored = Path(__file__).resolve().parents[1] / "results" / pes.POSITION_TABLES
+    def refuse(cache_dir):
+        raise AssertionError("a package was read")
+
+    for name in EXPECTED:
+        monkeypatch.setitem(pes.PACKAGED_MODELS, name, dataclasses.replace(pes.PACKAGED_MODELS[name], reader=refuse))
+        raw = pes.read_position_table(name, tmp_path, stored=stored)
+        assert hashlib.sha256(np.ascontiguousarray(raw, "<f4").tobytes()).hexdigest() == EXPECTED[name][1]
+    assert sorted(p.name for p in stored.iterdir()) == sorted(
+        pes._cache_folder(pes.PACKAGED_MODELS[name], stored).name for name in EXPECTED)
+    assert not list(tmp_path.rglob("pe-matrix-*"))
 
 
 def test_minilm_matches_transformers_bert_model():

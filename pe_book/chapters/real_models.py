@@ -52,9 +52,11 @@ def compute(runner: Runner, models: Sequence[str], variants: Sequence[str] = (),
             window: int = 8) -> RealModels:
     """``models`` (packaged names or hub ids; those that cannot be loaded are skipped, with the
     reason) beside ``variants`` (default: the profile's with an APE), over ``length`` positions;
-    local monotonicity and the near cosine over offsets 1..``window``."""
+    local monotonicity and the near cosine over offsets 1..``window``. A packaged model's table is
+    read from the results' :data:`~pe_lib.pretrained_pes.POSITION_TABLES` where it is there, else from its
+    packages."""
     names = ape_variants(variants, runner.profile.variants)
-    loaded = pes.load_models(models)
+    loaded = pes.load_models(models, stored=runner.store.root.parent / pes.POSITION_TABLES)
     real = [m for m in loaded if m.matrix is not None]
     grams = {m.name: pes.gram(m.matrix, length) for m in real}
     project = variant_grams(runner, names, length)

@@ -16,6 +16,7 @@ from pe_lib.data.hub import SOURCE_CHOICES
 from pe_lib.data.prepare import prepare_all, valid_targets
 from pe_lib.data.sources import SOURCES, SourceUnavailable, source_state
 from pe_lib.data.tokenizer import DEFAULT_VOCAB_SIZE
+from pe_lib.pretrained_pes import POSITION_TABLES
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +30,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="where the corpus, tokenizer and tasks come from (default: packaged)")
     parser.add_argument("--vocab-size", type=int, default=DEFAULT_VOCAB_SIZE,
                         help=f"WordPiece vocabulary size (default {DEFAULT_VOCAB_SIZE})")
+    parser.add_argument("--position-tables", nargs="?", const=f"results/{POSITION_TABLES}", metavar="DIR",
+                        help="only write the packaged real models' position tables (chapter 10) into DIR "
+                             f"(default results/{POSITION_TABLES}, where the book reads them: it fetches no "
+                             "package then), reading them from the cache or their packages")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
@@ -81,6 +86,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.list:
             print(list_sources(args.cache))
+            return 0
+        if args.position_tables:
+            from pe_lib.pretrained_pes import packaged_names, store_position_tables
+
+            for folder in store_position_tables(packaged_names(), args.position_tables, args.cache):
+                print(folder)
             return 0
         start = time.perf_counter()
         summary = prepare_all(args.cache, args.source, args.vocab_size, args.only, progress=not args.no_progress)

@@ -51,7 +51,7 @@ def run(args) -> int:
     from pe_book.experiments.profiles import get_profile
     from pe_book.experiments.overrides import with_overrides
     from pe_book.experiments.runner import Runner
-    from pe_book.experiments.stored_data import record_data
+    from pe_book.experiments.stored_data import record_data, recorded_tasks
     from pe_lib.data.tasks import get_task
     from pe_lib.positions import parse_variant
 
@@ -78,7 +78,7 @@ def run(args) -> int:
                          f"mkdir -p {runner.store.root}")
     if not args.record_data:
         check_committed(profile)
-    tasks = [t for t in profile.tasks if t not in unavailable]
+    tasks = [t for t in recorded_tasks(profile) if t not in unavailable]  # the data record's
     if args.record_data:
         print(f"profile {args.profile}: data record in {record_data(runner, tasks)}")
         return 0
@@ -136,13 +136,13 @@ def check_committed(profile) -> None:
 def check_tasks_available(profile, tasks: list[str] | None) -> list[str]:
     """Refuse, in one line, to run a task that cannot be loaded here: one with no packaged offline
     analogue while the hub is off (``HF_DATASETS_OFFLINE``/``HF_HUB_OFFLINE``, or the profile's
-    ``data_source`` packaged). Returns the profile's tasks that cannot be loaded (outside ``tasks``)."""
+    ``data_source`` packaged). Returns the profile's tasks (and recorded tasks) that cannot be loaded (outside ``tasks``)."""
     from pe_lib.data.cache import is_offline
     from pe_lib.data.tasks import get_task
 
     if not (profile.data_source == "packaged" or (profile.data_source == "auto" and is_offline())):
         return []
-    without = [t for t in profile.tasks if get_task(t).packaged is None]
+    without = [t for t in (*profile.tasks, *profile.recorded_tasks) if get_task(t).packaged is None]
     asked = [get_task(t).meta.name for t in tasks] if tasks else list(profile.tasks)
     refused = [t for t in asked if get_task(t).packaged is None]
     if refused:

@@ -60,6 +60,10 @@ class Profile:
     task_max_train_by_task: dict[str, int] = field(default_factory=dict)  # ... unless named here
     finetune_by_task: dict[str, dict] = field(default_factory=dict)  # FinetuneConfig fields that differ for a task
     task_max_eval: int | None = 1000  # validation/test examples scored (first N of the fixed split)
+    #: Tasks its data record (``pe_book.experiments.stored_data``) holds besides its own, under its
+    #: caps: those a chapter reads under its recipe, so that a book from stored results needs no
+    #: task data for them. Recorded only, never run; no key depends on it.
+    recorded_tasks: tuple[str, ...] = ()
     probe: dict = field(default_factory=lambda: {"length": 64, "n_words": 100})
     data_source: str = "auto"  # hub when online, packaged analogues otherwise
     extrapolation_multipliers: tuple[int, ...] = (1, 2, 4)  # evaluation lengths, in multiples of seq_len
@@ -108,6 +112,9 @@ class Profile:
                 raise InputError(f"seeds_by_task names {task!r}, not a task; valid tasks: {', '.join(TASKS)}")
             if not seeds:
                 raise InputError(f"seeds_by_task[{task!r}] is empty: give at least one fine-tuning seed")
+        unknown = [task for task in self.recorded_tasks if task not in TASKS]
+        if unknown:
+            raise InputError(f"recorded_tasks names {unknown[0]!r}, not a task; valid tasks: {', '.join(TASKS)}")
         valid = {f.name for f in fields(FinetuneConfig)} - {"seed"}
         for task, overrides in self.finetune_by_task.items():
             if task not in TASKS:
@@ -192,6 +199,9 @@ SCALE = Profile(
     pretrain_seeds_by_variant={"none": 2, "ape-learned": 2, "rpe-learned": 2},
     task_max_train=10_000,
     task_max_eval=400,
+    # Chapter 13 prices the cpu-glue profile under this recipe (pe_book.chapters.scale.cpu_candidate):
+    # cpu-glue's tasks (the offline ones) under these caps, squad and squad_v2 at 10,000 among them.
+    recorded_tasks=OFFLINE_TASKS,
     probe={"length": 64, "n_words": 100},
     code_versions=PUBLISHED_CODE_VERSIONS,
 )

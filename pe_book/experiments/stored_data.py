@@ -43,6 +43,12 @@ def task_settings(profile: Profile, task: str) -> dict[str, Any]:
     return {"data_source": profile.data_source, "max_train": profile.max_train_for(task), "max_eval": profile.task_max_eval}
 
 
+def recorded_tasks(profile: Profile) -> list[str]:
+    """The tasks of ``profile``'s data record: its own, then its :attr:`~Profile.recorded_tasks`
+    (those a chapter reads under its recipe: chapter 13 prices cpu-glue's under the scale study's)."""
+    return [*profile.tasks, *(task for task in profile.recorded_tasks if task not in profile.tasks)]
+
+
 def record_data(runner: Runner, tasks: list[str]) -> Path:
     """Write ``runner``'s data record (the module docstring) for ``tasks``, reading the data as
     the runner does (prepared when missing); returns its folder. Written whole, atomically."""
@@ -108,7 +114,7 @@ def record_differences(runner: Runner) -> list[str]:
         return []
     stale = [] if facts["data"] == runner.data_fingerprint() else ["the pretraining data"]
     return stale + [task for task, recorded in facts["tasks"].items()
-                    if task in runner.profile.tasks and recorded["settings"] == task_settings(runner.profile, task)
+                    if task in recorded_tasks(runner.profile) and recorded["settings"] == task_settings(runner.profile, task)
                     and recorded["fingerprint"] != runner.task_fingerprint(task)]
 
 

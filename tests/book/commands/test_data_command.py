@@ -52,3 +52,18 @@ def test_real_prepared_corpus_if_present() -> None:
     card = json.loads(prepared[-1].read_text())
     assert card["total_words"] >= corpus_module.MIN_PACKAGED_WORDS
     assert set(card["sources"]) == set(corpus_module.CORPUS_SOURCES)
+
+
+def test_position_tables_are_written_into_the_folder_given(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+
+    from pe_lib import pretrained_pes as pes
+
+    table = np.arange(12, dtype=np.float32).reshape(4, 3)
+    toy = pes.PackagedModel("toy", "org/toy", "BERT, 1 layer", ("vader",), "pos (test)", 0, "", lambda cache_dir: table)
+    monkeypatch.setattr(pes, "PACKAGED_MODELS", {"toy": toy})
+    assert cli.main(["data", "--position-tables", str(tmp_path / "tables"), "--cache", str(tmp_path / "cache")]) == 0
+    (folder,) = (tmp_path / "tables").iterdir()
+    assert capsys.readouterr().out.split() == [str(folder)] and folder.name.startswith("pe-matrix-toy-")
+    assert np.array_equal(pes.read_position_table("toy", tmp_path / "empty", stored=tmp_path / "tables"), table)

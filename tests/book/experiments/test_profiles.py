@@ -65,3 +65,12 @@ def test_the_published_runs_refuse_uncommitted_code(monkeypatch):
     check_committed(dataclasses.replace(CPU_DECISIVE, committed_code_only=False))  # others may run on a dirty tree
     monkeypatch.setattr("pe_book.experiments.store.git_commit", lambda: "0123abc")
     check_committed(CPU_DECISIVE)
+
+
+def test_recorded_tasks_name_tasks():
+    import pytest
+
+    from pe_lib.errors import InputError
+
+    with pytest.raises(InputError, match="recorded_tasks names 'squadd', not a task; valid tasks: cola"):
+        dataclasses.replace(CPU_GLUE, recorded_tasks=("squadd",))

@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 import stat
+from pathlib import Path
 
 import dataclasses
 
@@ -16,12 +17,13 @@ from book.conftest import WORDS, fake_task
 from pe_book.chapters import classification, common
 from pe_book.experiments.profiles import SMOKE
 from pe_book.experiments.runner import Runner
-from pe_book.experiments.stored_data import RECORD, StoredRunner, record_data
+from pe_book.experiments.stored_data import RECORD, StoredRunner, record_data, recorded_tasks
 from pe_lib.training.finetune import FinetuneConfig
 from pe_lib.training.mlm import MLMData
 from pe_lib.training.pretrain_config import PretrainConfig
 
 TASKS = ["sst2"]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 class DataRead(AssertionError):
@@ -130,3 +132,42 @@ def test_a_record_the_data_contradicts_is_named_stale(computed, tmp_path, monkey
     other = Runner(computed.profile, computed.store.root.parent, tmp_path / "work", tmp_path / "cache", progress=False,
                    tokenizer=computed.tokenizer, data=MLMData.for_tokenizer(computed.tokenizer, other_blocks[:8], other_blocks[8:]))
     assert record_differences(other) == ["the pretraining data"]
+
+
+def test_a_records_tasks_are_the_profiles_then_its_recorded_tasks(computed):
+    profile = dataclasses.replace(computed.profile, tasks=("sst2", "cola"), recorded_tasks=("cola", "squad"))
+    assert recorded_tasks(profile) == ["sst2", "cola", "squad"]
+    assert recorded_tasks(computed.profile) == ["sst2"]
+
+
+def test_a_task_recorded_beside_a_profiles_own_gives_another_profile_its_rows(computed, recorded, tmp_path, monkeypatch):
+    """A profile's recorded task (one a chapter reads under its recipe, not one it runs) is read from
+    its record by another profile of the same caps, with no data; without it, that task's data is read."""
+    other = dataclasses.replace(computed.profile, name="other", tasks=("sst2", "cola"))
+    with pytest.raises(DataRead):
+        StoredRunner(other, recorded, tmp_path / "work2", tmp_path / "empty-cache", progress=False).task_fingerprint("cola")
+    with_cola = dataclasses.replace(computed.profile, recorded_tasks=("cola",))
+    monkeypatch.setattr(pe_lib.data, "load_task", fake_task)
+    writer = Runner(with_cola, recorded, tmp_path / "work", tmp_path / "cache", progress=False,
+                    tokenizer=computed.tokenizer, data=computed._data)
+    record_data(writer, recorded_tasks(with_cola))
+    expected = writer.task_fingerprint("cola")
+    monkeypatch.setattr(pe_lib.data, "load_task", refuse)
+    reader = StoredRunner(other, recorded, tmp_path / "work2", tmp_path / "empty-cache", progress=False)
+    assert reader.task_fingerprint("cola") == expected and reader.task_fingerprint("sst2") == computed.task_fingerprint("sst2")
+    assert len(reader.task("cola").splits["train"]) == 16
+
+
+def test_the_committed_records_hold_what_chapter_13_prices(tmp_path, monkeypatch):
+    """Chapter 13 prices the cpu-glue profile under the scale study's recipe at each budget (its
+    tasks under the study's caps: squad at 10,000 examples, which cpu-glue's own record, at 2,000,
+    does not give): the committed records give all of it with an empty data cache and no loader."""
+    from pe_book.chapters import scale
+    from pe_book.experiments.profiles import CPU_GLUE, SCALE
+
+    for loader in ("load_task", "load_corpus", "load_tokenizer"):
+        monkeypatch.setattr(pe_lib.data, loader, refuse)
+    study = StoredRunner(SCALE, ROOT / "results", tmp_path / "work", tmp_path / "empty-cache", progress=False)
+    table = scale.cpu_costs(study, CPU_GLUE)
+    assert list(table["steps"]) == list(SCALE.pretrain.budgets)
+    assert (table["total (h)"] > 0).all()
