@@ -1,5 +1,6 @@
-"""The data record beside the results: a runner that only reads forms the same keys from it as the
-runner that computed them, and a chapter runs on it with an empty data cache and no apt-get."""
+"""The data record beside the results: the stored results (``Results``, which only read) form the
+same keys from it as the pipeline that computed them, and a chapter runs on it with an empty data
+cache and no apt-get."""
 import json
 import os
 import shutil
@@ -16,7 +17,8 @@ from book.conftest import WORDS, fake_task
 from pe_book.chapters import classification, common
 from pe_book.experiments.profiles import SMOKE
 from pe_book.experiments.runner import Runner
-from pe_book.experiments.stored_data import RECORD, StoredRunner, record_data
+from pe_book.experiments.results import Results
+from pe_book.experiments.stored_data import RECORD, record_data
 from pe_lib.training.finetune import FinetuneConfig
 from pe_lib.training.mlm import MLMData
 from pe_lib.training.pretrain_config import PretrainConfig
@@ -73,8 +75,8 @@ def recorded(computed, tmp_path, monkeypatch):
     return tmp_path / "results"
 
 
-def test_a_reading_runner_forms_the_computing_runners_keys_from_the_record(computed, recorded, tmp_path):
-    reader = StoredRunner(computed.profile, recorded, tmp_path / "work2", tmp_path / "empty-cache", progress=False)
+def test_the_stored_results_form_the_pipelines_keys_from_the_record(computed, recorded, tmp_path):
+    reader = Results(computed.profile, recorded, tmp_path / "work2", tmp_path / "empty-cache", progress=False)
     planned = reader.plan()
     assert [a.folder.relative_to(recorded) for a in planned] == [
         a.folder.relative_to(computed.store.root.parent) for a in computed.plan()]
@@ -84,10 +86,9 @@ def test_a_reading_runner_forms_the_computing_runners_keys_from_the_record(compu
 
 def test_a_chapter_runs_from_the_record_with_no_data(computed, recorded, monkeypatch):
     monkeypatch.setattr(common, "get_profile", lambda name: computed.profile)
-    runner = common.open_runner("test", str(recorded))
-    assert isinstance(runner, StoredRunner)
-    assert classification.compute(runner).cited
-    table = common.data_used({"profile": "test"}, runner, TASKS)
+    stored = common.open_results("test", str(recorded))
+    assert classification.compute(stored).cited
+    table = common.data_used({"profile": "test"}, stored, TASKS)
     assert table.loc["data: task sst2", "value"] == "fixture"
     assert table.loc["data: pretraining text", "value"].startswith("text given directly")
 
@@ -95,21 +96,21 @@ def test_a_chapter_runs_from_the_record_with_no_data(computed, recorded, monkeyp
 def test_a_record_of_other_data_settings_is_not_read(computed, recorded, tmp_path):
     other = dataclasses.replace(computed.profile, seq_len=computed.profile.seq_len * 2)
     with pytest.raises(DataRead):
-        StoredRunner(other, recorded, tmp_path / "work2", tmp_path / "empty-cache", progress=False).plan()
+        Results(other, recorded, tmp_path / "work2", tmp_path / "empty-cache", progress=False).plan()
 
 
 def test_a_damaged_record_is_named_and_not_read(computed, recorded, tmp_path):
     facts = recorded / "test" / RECORD / "data.json"
     facts.write_text(json.dumps({**json.loads(facts.read_text()), "data": {}}))
     with pytest.warns(UserWarning, match="damaged data record"), pytest.raises(DataRead):
-        StoredRunner(computed.profile, recorded, tmp_path / "work2", tmp_path / "empty-cache", progress=False).plan()
+        Results(computed.profile, recorded, tmp_path / "work2", tmp_path / "empty-cache", progress=False).plan()
 
 
 @pytest.mark.parametrize("cap, reads", [(None, False), (10_000, False), (8, True)], ids=["no-cap", "cap-above", "cap-binding"])
 def test_another_profiles_record_beside_it_gives_a_task_of_the_same_rows(computed, recorded, tmp_path, cap, reads):
     """A cap at or above the task's 16 training examples leaves the recorded rows, hence the recorded fingerprint."""
     other = dataclasses.replace(computed.profile, name="other", task_max_train=cap)
-    reader = StoredRunner(other, recorded, tmp_path / "work2", tmp_path / "empty-cache", progress=False)
+    reader = Results(other, recorded, tmp_path / "work2", tmp_path / "empty-cache", progress=False)
     assert reader.data_fingerprint() == computed.data_fingerprint()
     if reads:
         with pytest.raises(DataRead):
