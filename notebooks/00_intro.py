@@ -42,12 +42,11 @@ notebook.record_names(globals())
 # %% tags=["parameters", "remove-cell"]
 profile: str = "smoke"  # results profile (smoke, cpu or gpu)
 results: str = "results"  # folder of the artifact store
-compute: bool = False  # True: compute what the store lacks (pretraining takes hours on the cpu profile)
 
 # %% tags=["remove-cell"]
 params = notebook.check_notebook_parameters(globals())
-runner = common.open_runner(profile, results, compute)
-result = intro.compute(runner)
+stored = common.open_results(profile, results)
+result = intro.compute(stored)
 notebook.glue_all(result.cited)
 fig = plots.position_maps(result.panels, ncols=3, size=(10 / 3, 3.5))
 notebook.glue("fig_headline", fig)
@@ -140,7 +139,8 @@ plt.close(fig)
 #
 # A rerun starts from the notebook's defaults (the `smoke` profile) plus the values you pass:
 # papermill replaces the parameters injected by the previous run. So pass `-p profile cpu` again
-# (without it a chapter reads, and first trains, the smoke profile's tiny models; chapter 2 with
+# (without it a chapter reads the smoke profile's tiny models, which `pe-book run --profile smoke`
+# computes in minutes; chapter 2 with
 # `-p pretrained False` reads no model at all), and for chapters 1 and 2 the other values that
 # `pe_book.publishing.book.BOOK_PROFILES["cpu"]` lists; or open the chapter's Colab notebook, which carries
 # them. A notebook rejects an unknown parameter, or a value of the wrong type, in the cell after

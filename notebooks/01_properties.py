@@ -50,7 +50,6 @@ notebook.record_names(globals())
 # %% tags=["parameters"]
 profile: str = "smoke"  # results profile whose pretrained models are measured at the end
 results: str = "results"  # folder of the artifact store
-compute: bool = False  # True: compute what the store lacks (pretraining takes hours on the cpu profile)
 variants: list[str] = [
     "none", "ape-learned", "ape-sin", "ape-sin-learned", "rpe-learned", "rpe-sin", "rpe-sin-learned",
     "alibi", "t5-bias", "rope", "ape-learned+rpe-learned", "ape-sin-learned+rpe-sin-learned",
@@ -65,8 +64,8 @@ seed: int = 0  # seed of the random initialisation and of the probing words
 
 # %% tags=["hide-input"]
 params = notebook.check_notebook_parameters(globals())
-runner = common.open_runner(profile, results, compute)
-result = properties.compute(runner, variants, hidden_size, num_heads, num_layers, length, n_words, window, seed)
+stored = common.open_results(profile, results)
+result = properties.compute(stored, variants, hidden_size, num_heads, num_layers, length, n_words, window, seed)
 notebook.glue("profile_name", profile)
 notebook.glue_all(result.cited)
 common.param_table(params)

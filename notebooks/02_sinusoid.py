@@ -67,7 +67,6 @@ notebook.record_names(globals())
 # %% tags=["parameters"]
 profile: str = "smoke"  # results profile whose learned frequencies are shown at the end
 results: str = "results"  # folder of the artifact store
-compute: bool = False  # True: compute what the store lacks (pretraining takes hours on the cpu profile)
 pretrained: bool = True  # False: skip the last section (it needs the profile's pretrained models)
 ape_dim: int = 768  # size of an absolute position vector (BERT-base hidden size)
 head_dim: int = 64  # size of a relative position vector (one BERT-base attention head)
@@ -77,8 +76,8 @@ n_bases: int = 41  # number of bases in the sweep, log-spaced from 10 to 10^6
 
 # %% tags=["hide-input"]
 params = notebook.check_notebook_parameters(globals())
-runner = common.open_runner(profile, results, compute) if pretrained else None
-result = sinusoid.compute(runner, ape_dim, head_dim, base, n_bases)
+stored = common.open_results(profile, results) if pretrained else None
+result = sinusoid.compute(stored, ape_dim, head_dim, base, n_bases)
 notebook.glue("profile_name", profile)
 notebook.glue("max_offset", max_offset)
 notebook.glue_all(result.cited)

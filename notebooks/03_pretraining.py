@@ -23,8 +23,8 @@
 # same size, data, optimiser and number of steps, and differs from the others only in its position
 # embedding, so that differences between them can be put on the position embedding.
 #
-# This chapter reads the pretraining artifacts of one profile (`pe-book run` computes them, the
-# chapter computes what is missing) and shows the training and validation loss of every variant,
+# This chapter reads the pretraining artifacts of one profile (`pe-book run` computes them; a
+# missing one stops it with its name) and shows the training and validation loss of every variant,
 # the final validation loss, and what the run cost.
 
 # %% tags=["hide-cell"]
@@ -57,16 +57,15 @@ notebook.record_names(globals())
 profile: str = "smoke"  # results profile (smoke, cpu or gpu)
 variants: list[str] = []  # position embeddings to show; empty: the profile's (see `pe-book variants --all`)
 results: str = "results"  # folder of the artifact store
-compute: bool = False  # True: compute what the store lacks (pretraining takes hours on the cpu profile)
 trend_profile: str = ""  # the longer runs of the scale trend ("trend"); empty: not shown
 
 # %% tags=["hide-input"]
 params = notebook.check_notebook_parameters(globals())
-runner = common.open_runner(profile, results, compute)
-result = pretraining.compute(runner, variants, common.open_runner(trend_profile, results) if trend_profile else None)
+stored = common.open_results(profile, results)
+result = pretraining.compute(stored, variants, common.open_results(trend_profile, results) if trend_profile else None)
 notebook.glue("profile_name", profile)
 notebook.glue_all(result.cited)
-common.data_used(params, runner)
+common.data_used(params, stored)
 
 # %% [markdown]
 # ## The setup

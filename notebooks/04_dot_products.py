@@ -58,17 +58,16 @@ notebook.record_names(globals())
 profile: str = "smoke"  # results profile (smoke, cpu or gpu)
 variants: list[str] = []  # position embeddings to show; empty: the profile's
 results: str = "results"  # folder of the artifact store
-compute: bool = False  # True: compute what the store lacks (pretraining takes hours on the cpu profile)
 window: int = 8  # distances 1..window are "near": the diagonal contrast and local monotonicity
 small_offset: int = 2  # largest absolute offset counted as small in the RPE band measures
 
 # %% tags=["hide-input"]
 params = notebook.check_notebook_parameters(globals())
-runner = common.open_runner(profile, results, compute)
-result = dot_products.compute(runner, variants, window, small_offset)
+stored = common.open_results(profile, results)
+result = dot_products.compute(stored, variants, window, small_offset)
 notebook.glue("profile_name", profile)
 notebook.glue_all(result.cited)
-common.data_used(params, runner)
+common.data_used(params, stored)
 
 # %% tags=["hide-input"]
 for state in ("trained", "init"):

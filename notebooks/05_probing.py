@@ -50,16 +50,15 @@ notebook.record_names(globals())
 profile: str = "smoke"  # results profile (smoke, cpu or gpu)
 variants: list[str] = []  # position embeddings to show; empty: the profile's
 results: str = "results"  # folder of the artifact store
-compute: bool = False  # True: compute what the store lacks (pretraining takes hours on the cpu profile)
 layer: int = 0  # layer whose attention is shown (0: the first)
 
 # %% tags=["hide-input"]
 params = notebook.check_notebook_parameters(globals())
-runner = common.open_runner(profile, results, compute)
-result = probing.compute(runner, variants, layer)
+stored = common.open_results(profile, results)
+result = probing.compute(stored, variants, layer)
 notebook.glue("profile_name", profile)
 notebook.glue_all(result.cited)
-common.data_used(params, runner)
+common.data_used(params, stored)
 
 # %% tags=["hide-input"]
 for state, maps in result.maps.items():

@@ -51,18 +51,17 @@ notebook.record_names(globals())
 profile: str = "smoke"  # results profile (smoke, cpu or gpu)
 variants: list[str] = []  # position embeddings to show; empty: the profile's
 results: str = "results"  # folder of the artifact store
-compute: bool = False  # True: compute what the store lacks (pretraining takes hours on the cpu profile)
 tasks: list[str] = []  # classification / regression tasks; empty: the profile's
 seeds: list[int] = []  # fine-tuning seeds; empty: the profile's
 split: str = "test"  # split whose scores are shown: test or validation
 
 # %% tags=["hide-input"]
 params = notebook.check_notebook_parameters(globals())
-runner = common.open_runner(profile, results, compute)
-result = classification.compute(runner, variants, tasks, seeds, split)
+stored = common.open_results(profile, results)
+result = classification.compute(stored, variants, tasks, seeds, split)
 notebook.glue("profile_name", profile)
 notebook.glue_all(result.cited)
-common.data_used(params, runner, result.tasks)
+common.data_used(params, stored, result.tasks)
 
 # %% [markdown]
 # ## The tasks

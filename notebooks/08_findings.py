@@ -62,7 +62,6 @@ notebook.record_names(globals())
 profile: str = "smoke"  # results profile (smoke, cpu or gpu)
 variants: list[str] = []  # position embeddings to include; empty: the profile's
 results: str = "results"  # folder of the artifact store
-compute: bool = False  # True: compute what the store lacks (pretraining takes hours on the cpu profile)
 seeds: list[int] = []  # fine-tuning seeds; empty: the profile's
 split: str = "test"  # split whose scores are used: test or validation
 layer: int = 0  # probed layer whose indicators are correlated with the scores
@@ -72,11 +71,11 @@ trend_reference: str = ""  # the profile whose seeds lend each trend run its var
 
 # %% tags=["hide-input"]
 params = notebook.check_notebook_parameters(globals())
-runner = common.open_runner(profile, results, compute)
-result = findings.compute(runner, variants, seeds, split, layer, alpha)
+stored = common.open_results(profile, results)
+result = findings.compute(stored, variants, seeds, split, layer, alpha)
 notebook.glue("profile_name", profile)
 notebook.glue_all(result.cited)
-common.data_used(params, runner, runner.profile.tasks)
+common.data_used(params, stored, stored.profile.tasks)
 
 # %% [markdown]
 # ## The answer

@@ -58,7 +58,6 @@ notebook.record_names(globals())
 # %% tags=["parameters"]
 profile: str = "smoke"  # results profile of this project's pretrained variants
 results: str = "results"  # folder of the artifact store
-compute: bool = False  # True: compute what the store lacks (pretraining takes hours on the cpu profile)
 models: list[str] = [
     "all-minilm-l6-v2", "paraphrase-minilm-l3-v2", "all-mpnet-base-v2", "multilingual-e5-small",
     "bert-base-uncased", "roberta-base", "gpt2",
@@ -69,11 +68,11 @@ window: int = 8  # offsets 1..window for local monotonicity and the near cosine
 
 # %% tags=["hide-input"]
 params = notebook.check_notebook_parameters(globals())
-runner = common.open_runner(profile, results, compute)
-result = real_models.compute(runner, models, variants, length, window)
+stored = common.open_results(profile, results)
+result = real_models.compute(stored, models, variants, length, window)
 notebook.glue("profile_name", profile)
 notebook.glue_all(result.cited)
-common.data_used(params, runner)
+common.data_used(params, stored)
 
 # %% [markdown]
 # ## Where the matrices come from

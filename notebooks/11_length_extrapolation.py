@@ -67,15 +67,14 @@ notebook.record_names(globals())
 profile: str = "smoke"  # results profile (smoke, cpu or gpu)
 variants: list[str] = []  # position embeddings to show; empty: the profile's
 results: str = "results"  # folder of the artifact store
-compute: bool = False  # True: compute what the store lacks (pretraining takes hours on the cpu profile)
 
 # %% tags=["hide-input"]
 params = notebook.check_notebook_parameters(globals())
-runner = common.open_runner(profile, results, compute)
-result = length_extrapolation.compute(runner, variants)
+stored = common.open_results(profile, results)
+result = length_extrapolation.compute(stored, variants)
 notebook.glue("profile_name", profile)
 notebook.glue_all(result.cited)
-common.data_used(params, runner)
+common.data_used(params, stored)
 
 # %% [markdown]
 # ## How the loss is measured

@@ -69,7 +69,6 @@ notebook.record_names(globals())
 profile: str = "smoke"  # results profile (smoke, cpu or gpu)
 variants: list[str] = []  # variants to read; empty: the profile's
 results: str = "results"  # folder of the artifact store
-compute: bool = False  # True: compute what the store lacks (pretraining takes hours on the cpu profile)
 reference: str = "ape-learned"  # the variant whose lead on classification is to be explained
 tasks: list[str] = []  # tasks; empty: the profile's (grouped into score columns as in the findings chapter)
 seeds: list[int] = []  # fine-tuning seeds; empty: the profile's
@@ -77,11 +76,11 @@ split: str = "test"  # split whose scores are shown: test or validation
 
 # %% tags=["hide-input"]
 params = notebook.check_notebook_parameters(globals())
-runner = common.open_runner(profile, results, compute)
-result = cls_untying.compute(runner, variants, reference, tasks, seeds, split)
+stored = common.open_results(profile, results)
+result = cls_untying.compute(stored, variants, reference, tasks, seeds, split)
 notebook.glue("profile_name", profile)
 notebook.glue_all(result.cited)
-common.data_used(params, runner, result.tasks)
+common.data_used(params, stored, result.tasks)
 
 # %% [markdown]
 # ## Scores

@@ -63,7 +63,6 @@ profile: str = "smoke"  # results profile; the study itself is "scale"
 variants: list[str] = []  # empty: none, ape-learned, rpe-learned, ape-sin-learned (those the profile has)
 tasks: list[str] = []  # sentence-level tasks of the classification average; empty: the profile's
 results: str = "results"  # folder of the artifact store
-compute: bool = False  # True: compute what the store lacks (pretraining takes hours on the cpu profile)
 screen: str = "studies/recipe_screen"  # folder of the recipe screen's results
 finetune_screen: str = "studies/finetune_screen/results.jsonl"  # the fine-tuning screen's results (1x models)
 finetune_screen_cpu: str = "studies/finetune_screen/results-cpu.jsonl"  # its second part (the cpu profile's models)
@@ -76,12 +75,12 @@ alpha: float = 0.05  # level of the trend's intervals (pointwise in the figure, 
 
 # %% tags=["hide-cell"]
 params = notebook.check_notebook_parameters(globals())
-runner = common.open_runner(profile, results, compute)
-cpu_runner = common.open_runner(cpu, results)
-study = scale.compute(runner, variants, tasks, cpu=cpu_runner)
+stored = common.open_results(profile, results)
+cpu_stored = common.open_results(cpu, results)
+study = scale.compute(stored, variants, tasks, cpu=cpu_stored)
 notebook.glue("profile_name", profile)
 notebook.glue_all(study.cited)
-common.data_used(params, runner, study.tasks)
+common.data_used(params, stored, study.tasks)
 notebook.glue("budgets", ", ".join(f"{t:,}" for t in study.budget_tokens))
 
 # %% [markdown]
@@ -171,7 +170,7 @@ scale_text.styled_screen(first_screen)
 # the table leaves empty.
 
 # %% tags=["hide-input"]
-screen_cpu = scale.cpu_finetune_screen(finetune_screen_cpu, runner, cpu_runner.profile.pretrain.steps)
+screen_cpu = scale.cpu_finetune_screen(finetune_screen_cpu, stored, cpu_stored.profile.pretrain.steps)
 notebook.glue("screen_cpu_best", scale_text.best_runs(screen_cpu))
 scale_text.styled_screen(screen_cpu)
 
@@ -188,7 +187,7 @@ scale_text.styled_screen(screen_cpu)
 # more epochs on both (`python studies/finetune_screen/run.py cpu-cola` and `cpu-squad_v2`):
 
 # %% tags=["hide-input"]
-screen_epochs = scale.epochs_screen(finetune_screen_epochs, cpu_runner)
+screen_epochs = scale.epochs_screen(finetune_screen_epochs, cpu_stored)
 notebook.glue("screen_epochs_best", scale_text.best_runs(screen_epochs))
 scale_text.styled_screen(screen_epochs)
 
@@ -309,11 +308,11 @@ study.cpu_costs.style.format({"tokens": "{:,.0f}", "pretraining (h)": "{:.1f}", 
 
 # %% tags=["hide-cell"]
 choice = study.cpu_choice
-notebook.glue("cpu_name", cpu_runner.profile.name)
+notebook.glue("cpu_name", cpu_stored.profile.name)
 notebook.glue("cpu_tokens", f"{scale_text.million_tokens(choice.tokens)} ({choice.steps:,} steps)")
 notebook.glue("cpu_standing", scale_text.standing_text(choice.tokens, study.smallest_budget))
 notebook.glue("cpu_recipe", scale_text.departures_text(choice.departures))
-notebook.glue("cpu_seeds", common.seed_design(cpu_runner.profile, list(cpu_runner.profile.variants)))
+notebook.glue("cpu_seeds", common.seed_design(cpu_stored.profile, list(cpu_stored.profile.variants)))
 for key in ("a", "b", "c"):
     notebook.glue(f"cpu_study_{key}", "not a budget the study stores" if choice.study_verdicts is None
                   else scale_text.criterion_verdict(choice.study_verdicts[key]))

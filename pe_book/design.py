@@ -179,8 +179,8 @@ def finetune_seeds(variance: ColumnVariance, model_hours: float, finetune_hours:
 
 
 def from_pilot(target, pilot, rates, budget: float, sources: Sequence = ()) -> dict:
-    """The design of ``target`` (a :class:`~pe_book.experiments.runner.Runner` of the run to plan)
-    from the stored results of ``pilot`` (a runner that reads, never computes): its variance
+    """The design of ``target`` (the :class:`~pe_book.experiments.results.Results` of the run to
+    plan) from the stored results of ``pilot`` (another :class:`Results`): its variance
     components and planned effects per claim, each variant's cost of one model (pretraining,
     analyses, every fine-tuning at every budget) at ``rates`` (``pe_book.experiments.costs``), the
     seeds ``sources`` (the pilot's and other runners' stores) already hold under ``target``'s keys,
@@ -238,11 +238,9 @@ def from_pilot(target, pilot, rates, budget: float, sources: Sequence = ()) -> d
 
 def held_seeds(target, variant: str, sources: Sequence) -> int:
     """How many of ``variant``'s first pretraining seeds have their final pretraining stored under
-    ``target``'s keys in one of the stores of ``sources`` (runners), counting from seed 0."""
-    from pe_book.experiments.runner import stage_name
-
+    ``target``'s keys in one of the stores of ``sources`` (:class:`~pe_book.experiments.results.Results`),
+    counting from seed 0."""
     steps, n = target.profile.pretrain.steps, 0
-    while any(s.store.load(variant, stage_name("pretrain", n), target.pretrain_config(variant, n, steps)) is not None
-              for s in sources):
+    while any(s.stored(target.pretrain_place(variant, n, steps)) is not None for s in sources):
         n += 1
     return n

@@ -135,6 +135,6 @@ def load_published(profile: str, variant: str, pretrain_seed: int = 0, steps: in
                    results: str | Path = "results"):
     """The stored pretrained model (a :class:`pe_lib.PEBertForMaskedLM`, in evaluation mode) of
     ``variant`` in ``profile``'s results: ``load_published("cpu", "rope", pretrain_seed=1)``."""
-    from pe_book.experiments.runner import load_model
+    from pe_book.experiments.results import load_model
 
     return load_model(model_folder(profile, variant, pretrain_seed, steps, results))

@@ -27,7 +27,7 @@ def compute(runner, variants: Sequence[str] = (), tasks: Sequence[str] = (), see
             split: str = "test") -> Classification:
     """Scores of ``variants`` (default: the profile's) on the sentence-level ``tasks`` (default:
     the profile's) on ``split``, over the fine-tuning ``seeds`` (default: the profile's) and every
-    pretraining seed; what the store lacks is computed."""
+    pretraining seed; as stored."""
     read = common.read_finetuned(runner, variants, tasks, seeds, split, span=False)
     records = tables.score_records(read.finetuned, read.kinds, split)
     baseline_records = tables.score_records(read.baseline_payloads, read.kinds, split)

@@ -87,7 +87,7 @@ def _thetas(runner, pairs: dict[str, str]) -> pd.DataFrame:
     """The learned theta_2 (words -> [CLS]) of every untied variant, per layer and head."""
     rows = []
     for untied in pairs:
-        theta = runner.ensure_analysis(untied).arrays["trained.untie_theta"].astype(float)  # (L, h)
+        theta = runner.analysis(untied).arrays["trained.untie_theta"].astype(float)  # (L, h)
         rows += [{"variant": untied, "layer": layer, "head": head, THETA: value}
                  for layer, values in enumerate(theta) for head, value in enumerate(values)]
     return pd.DataFrame(rows).set_index(["variant", "layer", "head"])

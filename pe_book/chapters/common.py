@@ -1,19 +1,16 @@
-"""What every result chapter starts from: the runner on the store, the table of its parameters
-and data, the tasks it covers, and the fine-tuned results of its variants.
+"""What every result chapter starts from: the stored results of a profile, the table of its
+parameters and data, the tasks it covers, and the fine-tuned results of its variants.
 
-A notebook's runner only reads the store unless the notebook is given ``compute=True`` (its
-parameter :data:`COMPUTE`; ``pe-book book`` passes it unless built ``--stored-only``): then its
-``ensure_*`` methods compute what the store lacks (a rerun with other parameters trains what it
-needs). A book built with ``pe-book book --stored-only`` (environment variable :data:`STORED_ONLY`)
-refuses to compute whatever its notebooks are given. A runner that only reads takes the data its
-keys and tables need from the store's data record where there is one
-(:class:`~pe_book.experiments.stored_data.StoredRunner`): no corpus, tokenizer or task is prepared.
+A chapter only reads (:class:`~pe_book.experiments.results.Results`): a missing artifact stops
+it with the artifact's name and the command that computes it (``pe-book run --profile P``, the
+pipeline; ``pe-book book`` runs it first unless built ``--stored-only``). The stored results take
+the data their keys and tables need from the store's data record where there is one: no corpus,
+tokenizer or task is prepared.
 """
 from __future__ import annotations
 
 import math
 import numbers
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,32 +20,19 @@ import pandas as pd
 from pe_book import tables
 from pe_book.experiments.baselines import LABELS, baseline_payloads
 from pe_book.experiments.profiles import get_profile
-from pe_book.experiments.runner import Runner
-from pe_book.experiments.stored_data import StoredRunner
+from pe_book.experiments.results import Results
 from pe_lib.data.tasks import TASKS, get_task
 from pe_lib.errors import InputError
 from pe_lib.positions import resolve_variants
 
 
-#: Set to "1" in a notebook's environment: its runners only read the store (a missing artifact
-#: stops the notebook with its name, :class:`~pe_book.experiments.runner.MissingResult`).
-STORED_ONLY = "PE_BOOK_STORED_ONLY"
-#: The notebook parameter (``compute: bool = False``) that lets a chapter's runner compute what the
-#: store lacks; it says how the results were obtained, not which, so no parameters table shows it.
-COMPUTE = "compute"
-
-
-def open_runner(profile: str, results: str = "results", compute: bool = False):
-    """A :class:`~pe_book.experiments.runner.Runner` of the named profile on the artifact store
-    ``results``, without progress bars. It computes what the store lacks only with ``compute`` (and
-    never under :data:`STORED_ONLY`); one that only reads refuses, in one line naming the folder it
-    looked in, a ``results`` folder that does not exist or holds none of the profile's artifacts
-    (its data from the store's data record: :class:`~pe_book.experiments.stored_data.StoredRunner`)."""
-    if compute and os.environ.get(STORED_ONLY) != "1":
-        return Runner(get_profile(profile), results=results, progress=False)
-    runner = StoredRunner(get_profile(profile), results=results, progress=False)
-    check_results_folder(runner, results)
-    return runner
+def open_results(profile: str, results: str = "results") -> Results:
+    """The stored results (:class:`~pe_book.experiments.results.Results`) of the named profile in
+    the artifact store ``results``, without progress bars; refused, in one line naming the folder it
+    looked in, where ``results`` does not exist or holds none of the profile's artifacts."""
+    stored = Results(get_profile(profile), results=results, progress=False)
+    check_results_folder(stored, results)
+    return stored
 
 
 def check_results_folder(runner, results: str) -> None:
@@ -59,7 +43,7 @@ def check_results_folder(runner, results: str) -> None:
     shown = f"{str(results)!r}" if folder.is_absolute() else (
         f"{str(results)!r} ({folder.resolve()}: relative to the working directory {Path.cwd()})")
     name = runner.profile.name
-    instead = f"or compute = True to compute profile {name}'s results there (papermill: -p compute True)"
+    instead = f"or compute profile {name}'s results there with `pe-book run --profile {name} --results {results}`"
     if not folder.is_dir():
         raise InputError(f"results folder {shown} does not exist; set results to the artifact store's folder, "
                          f"{instead}")
@@ -75,7 +59,7 @@ def data_used(params: Mapping, runner, tasks: Iterable[str] = ()) -> pd.DataFram
     a reader (on Colab, say) knows why numbers differ from the published book."""
     corpus = runner.corpus
     sources = ", ".join(corpus.card.get("sources", {})) or corpus.origin
-    rows = {**param_table({k: v for k, v in params.items() if k != COMPUTE})["value"],
+    rows = {**param_table(params)["value"],
             "data: pretraining text": f"{corpus.origin} ({sources})"}
     rows.update({f"data: task {t}": runner.task(t).origin for t in tasks})
     return pd.DataFrame({"value": rows})
@@ -188,7 +172,7 @@ def finetuned_payloads(runner, names: Sequence[str], tasks: Iterable[str], seeds
     profile's pretraining seeds of the variant, each fine-tuning seed of ``seeds`` (default: the
     profile's seeds of each task)."""
     tasks = list(tasks)
-    return {(v, t, p, s): runner.ensure_finetuned(v, t, s, pretrain_seed=p).payload
+    return {(v, t, p, s): runner.finetuned(v, t, s, pretrain_seed=p).payload
             for v in names for p in runner.profile.pretrain_seeds_for(v) for t in tasks
             for s in (seeds or runner.profile.seeds_for(t))}
 
@@ -356,7 +340,7 @@ def read_finetuned(runner, variants: Sequence[str], tasks: Sequence[str], seeds:
                    span: bool) -> Finetuned:
     """The fine-tuned results of ``variants`` (default: the profile's) on the chapter's ``tasks``
     (span prediction or sentence level; default: the profile's of that kind) for the fine-tuning
-    ``seeds`` (default: the profile's) and every pretraining seed; what the store lacks is computed."""
+    ``seeds`` (default: the profile's) and every pretraining seed, as stored."""
     check_split(split)
     names = resolve_variants(variants, runner.profile.variants)
     specs = chapter_tasks(tasks, runner.profile.tasks, span=span)

@@ -49,10 +49,10 @@ def compute(runner, variants: Sequence[str] = (), window: int = 8, small_offset:
     """The maps of ``variants`` (default: the profile's) with an APE or an offset table; distances
     1..``window`` are near in the APE's diagonal contrast and the range of local monotonicity,
     offsets up to ``small_offset`` are small in the RPE's bands; two diagonal contrasts within
-    ``close`` are "close". What the store lacks is computed."""
+    ``close`` are "close"."""
     names = resolve_variants(variants, runner.profile.variants)
     shown = [n for n in names if parse_variant(n).absolute or parse_variant(n).has_offset_table]
-    analyses = {name: runner.ensure_analysis(name) for name in shown}
+    analyses = {name: runner.analysis(name) for name in shown}
     maps = maps_of(analyses)
     payloads = {name: a.payload for name, a in analyses.items()}
     stored = {name: a.arrays for name, a in analyses.items()}

@@ -11,7 +11,6 @@ import pandas as pd
 
 from pe_book import plateau
 from pe_book.chapters import common
-from pe_book.experiments.runner import stage_name
 
 
 @dataclass
@@ -32,8 +31,8 @@ class Escapes:
 
 def validation_curves(runner, names: Sequence[str]) -> dict[tuple[str, int], dict[int, float]]:
     """``{step: validation loss}`` of every pretraining seed of ``none`` (the plateau's reference,
-    also where it is not among ``names``) and of ``names`` (what the store lacks is computed)."""
-    return {(v, p): plateau.validation_curve(runner.ensure_pretrained(v, p).payload["curve"])
+    also where it is not among ``names``) and of ``names``."""
+    return {(v, p): plateau.validation_curve(runner.pretrained(v, p).payload["curve"])
             for v in ["none", *(n for n in names if n != "none")] for p in runner.profile.pretrain_seeds_for(v)}
 
 
@@ -43,7 +42,7 @@ def stored_validation_curves(runner) -> dict[tuple[str, int], dict[int, float]]:
     found = {}
     for v in runner.profile.variants:
         for p in runner.profile.pretrain_seeds_for(v):
-            artifact = runner.store.load(v, stage_name("pretrain", p), runner.pretrain_config(v, p))
+            artifact = runner.stored(runner.pretrain_place(v, p))
             if artifact is not None:
                 found[(v, p)] = plateau.validation_curve(artifact.payload["curve"])
     return found

@@ -112,7 +112,7 @@ def compute(runner, variants: Sequence[str] = (), seeds: Sequence[int] = (), spl
     floor = floor.droplevel(["pretrain_seed", "seed"])  # one deterministic run per baseline
     floor = floor.reindex([label for label in LABELS.values() if label in floor.index])
     scores = tables.summarise(per_seed[list(groups)]).xs("mean", axis=1, level=1)
-    analyses = {name: runner.ensure_analysis(name).payload for name in run.names}
+    analyses = {name: runner.analysis(name).payload for name in run.names}
     indicators = tables.indicator_table(analyses, "trained", "probe", layer)
     correlation = claims.correlations(indicators, scores)
     references = {LABELS[name] for payload in run.baselines.values() for name in payload["baselines"]

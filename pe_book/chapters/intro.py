@@ -24,7 +24,7 @@ class Intro:
 
 
 def compute(runner) -> Intro:
-    """The verdicts and the figure of ``runner``'s profile (what the store lacks is computed)."""
+    """The verdicts and the figure of ``runner``'s profile."""
     run = paper_verdicts(runner)
     narrow = narrow_verdicts(run.verdicts)
     counts = narrow[NARROW_COLUMNS["verdict"]].str.extract(r"^(not \w+|\w+)")[0].value_counts()

@@ -154,9 +154,9 @@ class LengthExtrapolation:
 
 
 def compute(runner, variants: Sequence[str] = ()) -> LengthExtrapolation:
-    """Length extrapolation of ``variants`` (default: the profile's); what the store lacks is computed."""
+    """Length extrapolation of ``variants`` (default: the profile's); as stored."""
     names = resolve_variants(variants, runner.profile.variants)
-    artifacts = {name: runner.ensure_extrapolation(name) for name in names}
+    artifacts = {name: runner.extrapolation(name) for name in names}
     payloads = {name: a.payload for name, a in artifacts.items()}
     first = next(iter(payloads.values()))
     table = loss_table(payloads)
@@ -189,7 +189,7 @@ def _seed_spread(runner, names: Sequence[str]) -> dict:
     several seeds."""
     widest = common.largest_spread(common.seed_spread(common.over_pretraining_seeds(
         runner.profile, names, lambda v, p: loss_table(
-            {v: runner.ensure_extrapolation(v, p).payload})["loss"].loc[v].to_dict())))
+            {v: runner.extrapolation(v, p).payload})["loss"].loc[v].to_dict())))
     return {"seed_variants": widest["variants"], "seed_spread_max": widest["value"],
             "seed_spread_variant": widest["variant"], "seed_spread_length": widest["column"]}
 

@@ -29,7 +29,6 @@ def maps_of(analyses: Mapping) -> dict[tuple[str, str, str], np.ndarray]:
 
 def figure_panels(runner, state: str = "trained") -> list[tuple[str, np.ndarray | None, str]]:
     """:func:`panels` of ``runner``'s profile, from the analyses of the figure's variants that the
-    profile has (a variant it lacks is a panel "not run"; what the store lacks is computed where the
-    runner computes)."""
+    profile has (a variant it lacks is a panel "not run")."""
     shown = [v for v in dict.fromkeys(v for _, v, _ in PANELS) if v in runner.profile.variants]
-    return panels(maps_of({name: runner.ensure_analysis(name) for name in shown}), state)
+    return panels(maps_of({name: runner.analysis(name) for name in shown}), state)

@@ -65,7 +65,7 @@ def paper_verdicts(runner, variants: Sequence[str] = (), seeds: Sequence[int] = 
     """:class:`PaperVerdicts` of ``runner``'s profile from the scores of ``variants`` (default: the
     profile's) on ``split`` over fine-tuning ``seeds`` (default: the profile's) and every
     pretraining seed, familywise level ``alpha`` per claim, on the columns the models learned
-    (what the store lacks is computed where the runner computes)."""
+    (as stored)."""
     names = resolve_variants(variants, runner.profile.variants)
     specs = {t: get_task(t) for t in runner.profile.tasks}
     kinds = {t: s.meta.kind for t, s in specs.items()}

@@ -119,19 +119,19 @@ class Pretraining:
 
 
 def compute(runner, variants: Sequence[str] = (), trend=None) -> Pretraining:
-    """The pretraining of ``variants`` (default: the profile's; what the store lacks is computed),
+    """The pretraining of ``variants`` (default: the profile's), as stored,
     with when each of its pretrainings left none's plateau; ``trend`` (a runner of the trend
     profile, or None) adds the same of its longer runs, of what its store holds (never computed)."""
     names = resolve_variants(variants, runner.profile.variants)
-    artifacts = {name: runner.ensure_pretrained(name) for name in names}
+    artifacts = {name: runner.pretrained(name) for name in names}
     outcomes = {name: a.payload["result"] for name, a in artifacts.items()}
     first = artifacts[names[0]].provenance
     setup = pretraining_setup(first["config"], outcomes)
     parameters = {name: count_parameters(a.provenance["config"]["model"]) for name, a in artifacts.items()}
-    unigram = runner.ensure_unigram().payload
+    unigram = runner.unigram().payload
     final = final_losses(outcomes, parameters)
     spread = common.seed_spread(common.over_pretraining_seeds(
-        runner.profile, names, lambda v, p: runner.ensure_pretrained(v, p).payload["result"]["validation_loss"]))
+        runner.profile, names, lambda v, p: runner.pretrained(v, p).payload["result"]["validation_loss"]))
     final = final.assign(seeds=spread["seeds"], **{"seed spread": spread["value"]})
     widest = common.largest_spread(spread)
     ranked, loss = list(final.index), final["validation loss"]

@@ -34,10 +34,10 @@ class Probing:
 
 def compute(runner, variants: Sequence[str] = (), layer: int = 0) -> Probing:
     """Identical-word probing of ``layer`` for ``variants`` (default: the profile's), before and
-    after pretraining; what the store lacks is computed."""
+    after pretraining; as stored."""
     names = resolve_variants(variants, runner.profile.variants)
     common.check_layer(runner.profile, layer)
-    analyses = {name: runner.ensure_analysis(name) for name in names}
+    analyses = {name: runner.analysis(name) for name in names}
     payloads = {name: a.payload for name, a in analyses.items()}
     maps = {state: {name: a.arrays[f"{state}.probe"][layer].astype(float) for name, a in analyses.items()}
             for state in ("trained", "init")}
@@ -45,7 +45,7 @@ def compute(runner, variants: Sequence[str] = (), layer: int = 0) -> Probing:
                      tables.indicator_change(payloads, "probe", layer), {})
     widest = common.largest_spread(common.seed_spread(common.over_pretraining_seeds(
         runner.profile, names, lambda v, p: tables.indicator_table(
-            {v: runner.ensure_analysis(v, p).payload}, "trained", "probe", layer).loc[v].to_dict())))
+            {v: runner.analysis(v, p).payload}, "trained", "probe", layer).loc[v].to_dict())))
     result.cited = {"probe_length": runner.profile.probe["length"], "probe_words": runner.profile.probe["n_words"],
                     "layer_number": layer + 1, **_observations(result),
                     "seed_variants": widest["variants"], "seed_spread_max": widest["value"],

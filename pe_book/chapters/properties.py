@@ -66,7 +66,7 @@ def compute(runner, variants: Sequence[str], hidden_size: int = 64, num_heads: i
     """The indicators of ``variants`` on fresh models of this shape (first layer probed with
     ``n_words`` random words over ``length`` positions; local monotonicity over offsets
     1..``window``) and on the pretrained models of ``runner``'s profile among them (their stored
-    maps, with this ``window``; what the store lacks is computed)."""
+    maps, with this ``window``)."""
     parsed = {name: parse_variant(name) for name in variants}  # raises naming the valid variants
     probes, ape_grams, rpe_grams, rows = {}, {}, {}, {}
     for name, variant in parsed.items():
@@ -83,7 +83,7 @@ def compute(runner, variants: Sequence[str], hidden_size: int = 64, num_heads: i
     gram_table = pd.DataFrame({name: indicators(phi, window=window) for name, phi in ape_grams.items()}).T[INDICATORS]
 
     trained = [v.name for v in parsed.values() if v.name in runner.profile.variants]
-    artifacts = {v: runner.ensure_analysis(v) for v in trained}
+    artifacts = {v: runner.analysis(v) for v in trained}
     analyses = {v: a.payload for v, a in artifacts.items()}
     maps = {v: a.arrays for v, a in artifacts.items()}  # the stored maps: local monotonicity with this window
     result = Properties(probes, ape_grams, rpe_grams, probe_table, gram_table,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from pe_book.experiments.runner import Runner
+from pe_book.experiments.results import Results
 from pe_lib import pretrained_pes as pes
 from pe_lib.positions import parse_variant, resolve_variants
 
@@ -48,7 +48,7 @@ def short_sha256(text: str) -> str:
     return SHA256.sub(r"\1…", text)
 
 
-def compute(runner: Runner, models: Sequence[str], variants: Sequence[str] = (), length: int = 128,
+def compute(runner: Results, models: Sequence[str], variants: Sequence[str] = (), length: int = 128,
             window: int = 8) -> RealModels:
     """``models`` (packaged names or hub ids; those that cannot be loaded are skipped, with the
     reason) beside ``variants`` (default: the profile's with an APE), over ``length`` positions;
@@ -97,7 +97,7 @@ def ape_variants(requested: Sequence[str], profile_variants: Sequence[str]) -> l
     return names
 
 
-def variant_grams(runner: Runner, variants: Sequence[str], length: int, state: str = "trained") -> dict[str, np.ndarray]:
+def variant_grams(runner: Results, variants: Sequence[str], length: int, state: str = "trained") -> dict[str, np.ndarray]:
     """``p_x . p_y`` of this project's variants over their first ``min(length, seq_len)``
     positions, from the runner's analysis artifacts (array ``<state>.ape``; computed if missing)."""
-    return {name: runner.ensure_analysis(name).arrays[f"{state}.ape"][:length, :length] for name in variants}
+    return {name: runner.analysis(name).arrays[f"{state}.ape"][:length, :length] for name in variants}

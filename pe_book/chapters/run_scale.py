@@ -26,7 +26,7 @@ def scale_text(runner, names: Sequence[str], finetuned: Mapping, profile) -> str
     and the fine-tuning ones: the models' size (layers, width, parameters), the tokens each was
     pretrained on (steps x batch size x sequence length), the tasks and where their data came
     from, and the seeds (of ``profile``: the runner's with the chapter's fine-tuning seeds)."""
-    configs = [runner.ensure_pretrained(n).provenance["config"] for n in names]
+    configs = [runner.pretrained(n).provenance["config"] for n in names]
     shapes = " or ".join(dict.fromkeys(f"{c['model']['num_hidden_layers']}-layer, {c['model']['hidden_size']}-wide"
                                        for c in configs))
     parameters = [count_parameters(c["model"]) for c in configs]

@@ -33,7 +33,7 @@ from pe_book.chapters import common
 from pe_book.experiments import adopt, costs
 from pe_book.experiments.baselines import task_score
 from pe_book.experiments.profiles import Profile
-from pe_book.experiments.runner import Runner, stage_name
+from pe_book.experiments.results import Results
 from pe_lib.data.tasks import get_task
 from pe_lib.positions import resolve_variants
 from pe_lib.training.finetune import FinetuneConfig
@@ -139,7 +139,7 @@ class ScaleStudy:
     cited: dict = field(default_factory=dict)  # the numbers the prose cites, by glue name
 
 
-def collect(runner: Runner, variants: Sequence[str], tasks: Sequence[str]) -> pd.DataFrame:
+def collect(runner: Results, variants: Sequence[str], tasks: Sequence[str]) -> pd.DataFrame:
     """One row per stored pretrained model (variant, pretraining seed, budget): tokens, validation
     loss, the learned APE's indicators (NaN without one), averaged over the stored fine-tuning
     seeds the classification average on the validation and test splits (NaN when none is stored),
@@ -148,12 +148,10 @@ def collect(runner: Runner, variants: Sequence[str], tasks: Sequence[str]) -> pd
     tokens_per_step = profile.pretrain.batch_size * profile.seq_len
     rows = []
     for variant, p, steps in runner.models(list(variants)):
-        at = runner.snapshot(steps)
-        pre = runner.store.load(variant, stage_name("pretrain", p, snapshot=at), runner.pretrain_config(variant, p, steps))
+        pre = runner.stored(runner.pretrain_place(variant, p, steps))
         if pre is None:
             continue
-        analysis = runner.store.load(variant, stage_name("analysis", p, snapshot=at),
-                                     runner.analysis_config(variant, p, steps))
+        analysis = runner.stored(runner.analysis_place(variant, p, steps))
         ape = (analysis.payload["trained"].get("ape", {}) if analysis is not None else {})
         row = {"variant": variant, "pretrain_seed": p, "steps": steps, "tokens": steps * tokens_per_step,
                "validation_loss": pre.payload["result"]["validation_loss"], "created": pre.provenance["created"],
@@ -166,13 +164,11 @@ def collect(runner: Runner, variants: Sequence[str], tasks: Sequence[str]) -> pd
     return pd.DataFrame(rows, columns=columns)
 
 
-def classification_average(runner: Runner, variant: str, p: int, steps: int, tasks: Sequence[str]) -> dict:
+def classification_average(runner: Results, variant: str, p: int, steps: int, tasks: Sequence[str]) -> dict:
     """Mean over the fine-tuning seeds stored for every task of the mean task score (percent)."""
-    at = runner.snapshot(steps)
     by_seed = {"validation": [], "test": []}
     for seed in runner.profile.seeds:
-        found = [runner.store.load(variant, stage_name("finetune", p, task, f"seed{seed}", snapshot=at),
-                                   runner.finetune_config(variant, task, seed, p, steps)) for task in tasks]
+        found = [runner.stored(runner.finetune_place(variant, task, seed, p, steps)) for task in tasks]
         if tasks and all(f is not None for f in found):
             for split in by_seed:
                 by_seed[split].append(np.mean([100.0 * task_score(f.payload[split]) for f in found]))
@@ -181,18 +177,18 @@ def classification_average(runner: Runner, variant: str, p: int, steps: int, tas
             "finetune_seeds": len(by_seed["test"])}
 
 
-def baseline_average(runner: Runner, tasks: Sequence[str], name: str) -> float:
+def baseline_average(runner: Results, tasks: Sequence[str], name: str) -> float:
     """The test classification average (percent) of a stored baseline (``constant``, ``bag of
     words``); NaN unless it is stored for every task."""
-    found = [runner.store.load(Runner.BASELINES, f"baselines-{t}", runner.baselines_config(t)) for t in tasks]
+    found = [runner.stored(runner.baselines_place(t)) for t in tasks]
     if not tasks or any(f is None for f in found):
         return math.nan
     return float(np.mean([100.0 * task_score(f.payload["baselines"][name]["test"]) for f in found]))
 
 
-def unigram_loss(runner: Runner) -> float:
+def unigram_loss(runner: Results) -> float:
     """The stored unigram validation loss (NaN when it is not stored yet)."""
-    found = runner.store.load(Runner.BASELINES, "unigram", runner.unigram_config())
+    found = runner.stored(runner.unigram_place())
     return float(found.payload["validation_loss"]) if found is not None else math.nan
 
 
@@ -237,7 +233,7 @@ def criteria_table(models: pd.DataFrame, constant: float, bag_of_words: float = 
                                        "best_variant", "best_classification", "c", "minus_bag_of_words"])
 
 
-def compute(runner: Runner, variants: Sequence[str] = (), tasks: Sequence[str] = (), cpu: Runner | None = None) -> ScaleStudy:
+def compute(runner: Results, variants: Sequence[str] = (), tasks: Sequence[str] = (), cpu: Results | None = None) -> ScaleStudy:
     """The scale study of ``runner``'s profile over ``variants`` (default: those of
     :data:`STUDY_VARIANTS` the profile has; criteria (a) and (b) need ``ape-learned`` and
     ``none``) and the sentence-level ``tasks`` (default: the profile's). With ``cpu``, a runner of
@@ -250,7 +246,7 @@ def compute(runner: Runner, variants: Sequence[str] = (), tasks: Sequence[str] =
     constant, bag_of_words = baseline_average(runner, tasks, "constant"), baseline_average(runner, tasks, "bag of words")
     criteria = criteria_table(models, constant, bag_of_words)
     passing = criteria[(criteria.a == True) & (criteria.b == True) & (criteria.c == True)]  # noqa: E712 (None stays out)
-    planned = [a for a in runner.plan(names, tasks) if a.variant != Runner.BASELINES]
+    planned = [a for a in runner.plan(names, tasks) if a.variant != Results.BASELINES]
     cfg = runner.profile.pretrain
     study = ScaleStudy(
         models=models, criteria=criteria, unigram_loss=unigram_loss(runner),
@@ -306,7 +302,7 @@ def unmet_below(criteria: pd.DataFrame, tokens: int) -> dict[int, list[str]]:
             for _, row in below.iterrows()}
 
 
-def cpu_spending(runner: Runner, cpu: Runner) -> Spending:
+def cpu_spending(runner: Results, cpu: Results) -> Spending:
     """What the cpu profile's run has cost so far (its stored artifacts' recorded wall hours) and
     what the rest will, at the rates its own artifacts measured (the study's, ``runner``'s store,
     where it has measured none yet)."""
@@ -372,7 +368,7 @@ def caps_by_value(profile: Profile, tasks: Sequence[str]) -> dict[int | None, li
     return by_cap
 
 
-def recipe(runner: Runner, variant: str) -> dict:
+def recipe(runner: Results, variant: str) -> dict:
     """The pretraining recipe the prose states: the settings every variant of the profile shares
     (read from ``variant``'s model config)."""
     cfg, model = runner.profile.pretrain, runner.model_config(variant)
@@ -408,7 +404,7 @@ def recipe_label(recorded: str) -> str:
     return _E_NOTATION.sub(power, recorded)
 
 
-def epochs_screen(paths: Sequence, cpu: Runner) -> pd.DataFrame:
+def epochs_screen(paths: Sequence, cpu: Results) -> pd.DataFrame:
     """The screens of more fine-tuning epochs (:func:`finetune_screen` of each file in ``paths``),
     with the ``cpu`` profile's own stored runs of the same variants on the screened tasks whose
     recipe it kept (the tasks it does not fine-tune differently)."""
@@ -423,7 +419,7 @@ def task_percent(task: str, values: dict) -> float:
     return task_score(values) * (1.0 if get_task(task).meta.kind == "span" else 100.0)
 
 
-def beside_stored(screen: pd.DataFrame, runner: Runner, steps: int, recipe: str,
+def beside_stored(screen: pd.DataFrame, runner: Results, steps: int, recipe: str,
                   tasks: Sequence[str] | None = None) -> pd.DataFrame:
     """A screen's rows (:func:`finetune_screen`) followed by ``runner``'s stored fine-tunings at
     ``steps`` of the screen's variants on ``tasks`` (default: the screen's), named ``recipe``."""
@@ -432,19 +428,17 @@ def beside_stored(screen: pd.DataFrame, runner: Runner, steps: int, recipe: str,
     return pd.concat([screen, own], ignore_index=True) if len(own) else screen
 
 
-def stored_finetunings(runner: Runner, variants: Sequence[str], tasks: Sequence[str], steps: int, recipe: str) -> pd.DataFrame:
+def stored_finetunings(runner: Results, variants: Sequence[str], tasks: Sequence[str], steps: int, recipe: str) -> pd.DataFrame:
     """The stored fine-tunings (pretraining seed 0, fine-tuning seed 0) of ``variants`` at ``steps``
     as rows of :func:`finetune_screen` named ``recipe``, to set a profile's own runs beside a screen's
     (none when the profile keeps no model at ``steps``)."""
     columns = ["recipe", "variant", "task", "training examples", "validation", "test"]
     if steps not in runner.profile.pretrain.budgets:
         return pd.DataFrame(columns=columns)
-    at = runner.snapshot(steps)
     rows = []
     for variant in variants:
         for task in tasks:
-            found = runner.store.load(variant, stage_name("finetune", 0, task, "seed0", snapshot=at),
-                                      runner.finetune_config(variant, task, 0, 0, steps))
+            found = runner.stored(runner.finetune_place(variant, task, 0, 0, steps))
             if found is not None:
                 rows.append({"recipe": recipe, "variant": variant, "task": task,
                              "training examples": found.payload["train_examples"],
@@ -457,7 +451,7 @@ def stored_finetunings(runner: Runner, variants: Sequence[str], tasks: Sequence[
 STUDY_FINETUNING = "2 epochs, 10,000 examples (the study)"
 
 
-def cpu_finetune_screen(path, runner: Runner, steps: int) -> pd.DataFrame:
+def cpu_finetune_screen(path, runner: Results, steps: int) -> pd.DataFrame:
     """The fine-tuning screen on the cpu profile's models (``studies/finetune_screen/results-cpu.jsonl``)
     with the study's own fine-tunings of the same models at ``steps`` (sst2, mrpc, stsb) beside it."""
     return beside_stored(finetune_screen(path), runner, steps, STUDY_FINETUNING)
@@ -521,7 +515,7 @@ def cpu_candidate(study: Profile, cpu: Profile, steps: int) -> Profile:
                    pretrain=replace(study.pretrain, steps=steps, snapshot_steps=()))
 
 
-def cpu_costs(runner: Runner, cpu: Profile) -> pd.DataFrame:
+def cpu_costs(runner: Results, cpu: Profile) -> pd.DataFrame:
     """What the cpu profile would cost as the study's recipe at each of the study's budgets, in
     hours of this machine type at the rates the study's stored artifacts measured
     (:mod:`pe_book.experiments.costs`): what the study already holds under the same key (its

@@ -44,10 +44,10 @@ def ranges_for(freq_sets: Sequence[np.ndarray]) -> np.ndarray:
 
 def learned_frequencies(runner) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """``"<variant> (APE|RPE)" -> (initial, trained)`` frequencies of every learnable sinusoid of
-    ``runner``'s profile (RPE: the first layer's); what the store lacks is computed."""
+    ``runner``'s profile (RPE: the first layer's); as stored."""
     learned = {}
     for variant in [v for v in runner.profile.variants if "sin-learned" in v]:
-        arrays = runner.ensure_analysis(variant).arrays
+        arrays = runner.analysis(variant).arrays
         for kind in ("ape", "rpe"):
             if f"trained.{kind}_freqs" in arrays:
                 init, trained = (np.asarray(arrays[f"{state}.{kind}_freqs"], dtype=np.float64) for state in ("init", "trained"))

@@ -32,7 +32,7 @@ def compute(runner, variants: Sequence[str] = (), tasks: Sequence[str] = (), see
             split: str = "test") -> SpanPrediction:
     """Scores of ``variants`` (default: the profile's) on the span ``tasks`` (default: the
     profile's) on ``split``, over the fine-tuning ``seeds`` (default: the profile's) and every
-    pretraining seed; what the store lacks is computed."""
+    pretraining seed; as stored."""
     read = common.read_finetuned(runner, variants, tasks, seeds, split, span=True)
     per_seed = _per_seed(tables.score_records(read.finetuned, read.kinds, split), read.tasks)
     baseline_records = tables.score_records(read.baseline_payloads, read.kinds, split)

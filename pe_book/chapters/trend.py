@@ -43,7 +43,7 @@ import pandas as pd
 from pe_book import tables
 from pe_book.chapters import common
 from pe_book.experiments.baselines import stored_baselines
-from pe_book.experiments.runner import Runner, stage_name
+from pe_book.experiments.results import Place, Results, stage_name
 from pe_book.verdicts import claims, intervals, mixed_model, power, testability
 from pe_book.verdicts.groups import score_groups
 from pe_lib.data.tasks import get_task
@@ -84,8 +84,8 @@ class Trend:
         return any(not table.empty for table in self.per_budget.values())
 
 
-def stored_payloads(runner: Runner, variants: Sequence[str], tasks: Sequence[str],
-                    reference: Runner | None = None) -> dict[int, dict]:
+def stored_payloads(runner: Results, variants: Sequence[str], tasks: Sequence[str],
+                    reference: Results | None = None) -> dict[int, dict]:
     """Tokens -> fine-tuning payloads keyed ``(variant, task, pretrain_seed, seed)`` of every run
     that ``runner``'s store holds, at every budget its models keep; never computes. Where it lacks
     one that ``reference``'s store holds under the same key (the reference's final model is the
@@ -104,13 +104,12 @@ def stored_payloads(runner: Runner, variants: Sequence[str], tasks: Sequence[str
     return found
 
 
-def _load_finetuned(runner: Runner, variant: str, task: str, seed: int, p: int, steps: int | None, config: dict):
+def _load_finetuned(runner: Results, variant: str, task: str, seed: int, p: int, steps: int | None, config: dict):
     """The stored fine-tuning of ``runner``'s model (``steps``: a snapshot's; None: the final model), or None."""
-    stage = stage_name("finetune", p, task, f"seed{seed}", snapshot=runner.snapshot(steps))
-    return runner.store.load(variant, stage, config)
+    return runner.stored(Place(variant, stage_name("finetune", p, task, f"seed{seed}", snapshot=runner.snapshot(steps)), config))
 
 
-def _same_model(reference: Runner, variant: str, p: int, steps: int, config: dict) -> bool:
+def _same_model(reference: Results, variant: str, p: int, steps: int, config: dict) -> bool:
     """Whether ``reference`` fine-tunes its final model of ``variant`` (seed ``p``) under ``config``."""
     if steps != reference.profile.pretrain.steps or variant not in reference.profile.variants:
         return False
@@ -293,7 +292,7 @@ def style_claims(claim_table: pd.DataFrame, budgets: bool = False):
             .hide(axis="index").set_table_attributes('class="dataframe"'))
 
 
-def compute(runner: Runner, reference: Runner | None = None, alpha: float = mixed_model.ALPHA) -> Trend:
+def compute(runner: Results, reference: Results | None = None, alpha: float = mixed_model.ALPHA) -> Trend:
     """The trend of the key effects (per task and group of several tasks) from what ``runner``'s
     store holds (and ``reference``'s, for the models both hold under one key), each run's variance
     borrowed from ``reference``'s stored runs at its budget; familywise level ``alpha`` per claim,
@@ -329,7 +328,7 @@ def compute(runner: Runner, reference: Runner | None = None, alpha: float = mixe
     return trend
 
 
-def _reference_scores(reference: Runner, variants: Sequence[str], specs: Mapping, groups: Mapping) -> pd.DataFrame:
+def _reference_scores(reference: Results, variants: Sequence[str], specs: Mapping, groups: Mapping) -> pd.DataFrame:
     """The reference's stored per-seed test scores of ``variants`` at its final budget (every
     pretraining and fine-tuning seed)."""
     names = [v for v in variants if v in reference.profile.variants]
@@ -346,5 +345,5 @@ def read(profile: str, reference: str = "", results: str = "results", alpha: flo
     out), its variance borrowed from ``reference``'s (none when empty), both on ``results``."""
     if not profile:
         return None
-    return compute(common.open_runner(profile, results), common.open_runner(reference, results) if reference else None,
+    return compute(common.open_results(profile, results), common.open_results(reference, results) if reference else None,
                    alpha)

@@ -1,5 +1,6 @@
 """``pe-book book [--profile P] [--only NOTEBOOK] [--no-html] [--no-compute | --stored-only]``:
-execute the notebooks and build the Jupyter Book (:func:`pe_book.publishing.book.build`); by default the
+run the profile's pipeline (unless ``--no-compute`` or ``--stored-only``), then execute the
+notebooks, which only read, and build the Jupyter Book (:func:`pe_book.publishing.book.build`); by default the
 published book's profile (:data:`~pe_book.commands.common.PUBLISHED_PROFILE`).
 ``pe-book book --page OUT.ipynb``: a chapter rerun by papermill as one HTML page
 (:func:`pe_book.publishing.book.build_page`)."""
@@ -22,10 +23,11 @@ def configure(parser) -> None:
                              "nothing else")
     computing = parser.add_mutually_exclusive_group()
     computing.add_argument("--no-compute", action="store_true",
-                           help="do not compute missing results first (notebooks then compute what they need)")
+                           help="do not compute missing results first (the notebooks only read: one that "
+                                "lacks a result stops with its name)")
     computing.add_argument("--stored-only", action="store_true",
-                           help="compute nothing: refuse a profile whose results are not all stored, and stop a "
-                                "notebook that asks for a missing one")
+                           help="compute nothing, and refuse a profile whose results are not all stored before any "
+                                "notebook runs")
 
 
 def run(args) -> int:

@@ -27,13 +27,13 @@ def run(args) -> int:
     from pe_book.design import from_pilot
     from pe_book.experiments import costs
     from pe_book.experiments.profiles import get_profile
-    from pe_book.experiments.runner import Runner
+    from pe_book.experiments.results import Results
     from pe_book.experiments.store import Store, git_commit, hardware
     from pe_lib.errors import InputError
     from pe_lib.io import write_json
 
-    def reader(name: str) -> Runner:
-        return Runner(get_profile(name), args.results, cache_dir=args.cache, progress=False, compute=False)
+    def reader(name: str) -> Results:
+        return Results(get_profile(name), args.results, cache_dir=args.cache, progress=False)
 
     target, pilot = reader(args.profile), reader(args.pilot)
     calibration = Store(target.store.root.parent, get_profile(args.estimate_from).results_folder)

@@ -48,15 +48,15 @@ def run(args) -> int:
         for path in write_colab_notebooks(Path(args.out), args.commit, chapter_parameters(args.profile)):
             print(path)
     elif args.action == "readme":
-        from pe_book.chapters.common import open_runner
+        from pe_book.chapters.common import open_results
         from pe_book.publishing.headline import check_readme, update_readme
 
         if args.check:
-            runner = open_runner(args.profile, args.results)
-            check_readme(runner)
-            print(f"README.md: the headline is what {runner.store.root} gives")
+            stored = open_results(args.profile, args.results)
+            check_readme(stored)
+            print(f"README.md: the headline is what {stored.store.root} gives")
         else:
-            print(update_readme(open_runner(args.profile, args.results)))
+            print(update_readme(open_results(args.profile, args.results)))
     elif args.action == "check":
         url = repository_url()
         check_repository(url, args.github_repository or os.environ.get("GITHUB_REPOSITORY"))

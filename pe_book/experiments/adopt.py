@@ -21,6 +21,7 @@ import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from pe_book.experiments.results import Results
 from pe_book.experiments.runner import Runner
 from pe_lib.errors import InputError
 from pe_lib.io import MANIFEST, atomic_dir, atomic_write_text, manifested_dir, read_json, write_json, write_manifest
@@ -40,7 +41,7 @@ def artifact_key(folder: Path) -> str:
     return folder.name.rsplit("-", 1)[1]
 
 
-def stored_by_key(runner: Runner) -> dict[tuple[str, str], Path]:
+def stored_by_key(runner: Results) -> dict[tuple[str, str], Path]:
     """``(variant, key) -> artifact folder`` of every artifact in ``runner``'s store that its checked
     reader reads (a manifest vouching for each of its files)."""
     return {(folder.parent.name, artifact_key(folder)): folder for folder in runner.store.artifact_folders()

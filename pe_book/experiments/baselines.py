@@ -32,8 +32,8 @@ test examples they are scored on (``profile.task_max_eval``):
   loss sits on the axis of the models' validation loss. A model at this loss has learned word
   frequencies and nothing about context.
 
-The runner stores them as artifacts (``Runner.ensure_baselines``, ``Runner.ensure_unigram``), so
-committed results are read, not recomputed. :func:`best_constant_scores` gives the best-constant
+The pipeline stores them as artifacts (``Runner.ensure_baselines``, ``Runner.ensure_unigram``), and
+the stored results are read (``Results.baselines``, ``Results.unigram``), not recomputed. :func:`best_constant_scores` gives the best-constant
 score of each score column in percent, the level below which a model is at chance.
 """
 from __future__ import annotations
@@ -312,7 +312,7 @@ def reads_order(payload: Mapping, name: str) -> bool:
 
 def best_baseline(payload: Mapping, split: str = "test", order_free: bool = False) -> tuple[str, float]:
     """The best baseline of one task on ``split``: ``(name, task score in percent)``, from its
-    baselines payload (``Runner.ensure_baselines(task).payload``). ``order_free``: only the
+    baselines payload (``Results.baselines(task).payload``). ``order_free``: only the
     baselines that ignore word order (:func:`reads_order`). The first best wins ties (the constant
     before bag of words)."""
     scores = {name: baseline_score(payload, name, split) for name in payload["baselines"]
@@ -373,9 +373,9 @@ def unigram_validation_loss(data: MLMData, cfg: PretrainConfig, smoothing: float
 
 
 def stored_baselines(runner, tasks: Sequence[str]) -> dict[str, dict]:
-    """Each task's baselines payload, task -> ``runner.ensure_baselines(task).payload`` (what the
+    """Each task's baselines payload, task -> ``runner.baselines(task).payload`` (what the
     verdicts' gate reads: :func:`pe_book.verdicts.testability.gate`)."""
-    return {task: runner.ensure_baselines(task).payload for task in tasks}
+    return {task: runner.baselines(task).payload for task in tasks}
 
 
 def baseline_payloads(runner, tasks: Sequence[str]) -> dict[tuple[str, str, int, int], dict]:
@@ -397,7 +397,7 @@ def best_constant_scores(runner, tasks: Sequence[str], groups: Mapping[str, Sequ
     ``tasks``). A model at or below this level is at chance on the column."""
     scores = {}
     for task in tasks:
-        scores[task] = baseline_score(runner.ensure_baselines(task).payload, "constant", split)
+        scores[task] = baseline_score(runner.baselines(task).payload, "constant", split)
     for name, members in (groups or {}).items():
         if members and all(t in scores for t in members):
             scores[name] = float(np.mean([scores[t] for t in members]))

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pe_book.experiments.cards import ASSUMED_MFU, Card
-from pe_book.experiments.runner import PlannedArtifact, Runner
+from pe_book.experiments.results import PlannedArtifact, Results
 from pe_book.experiments.store import Artifact, Store, hardware, same_machine_type
 from pe_lib.training.checkpoints import latest_checkpoint
 
@@ -94,7 +94,7 @@ def with_fallback(rates: Rates, fallback: Rates) -> Rates:
                  {**fallback.finetune_s_per_example, **rates.finetune_s_per_example}, {**fallback.stage_s, **rates.stage_s})
 
 
-def artifact_seconds(runner: Runner, artifact: PlannedArtifact, rates: Rates, checkpoints: bool = True) -> float:
+def artifact_seconds(runner: Results, artifact: PlannedArtifact, rates: Rates, checkpoints: bool = True) -> float:
     """The expected wall seconds of computing one planned artifact (NaN when its rate is unknown);
     ``checkpoints``: a pretraining resumes from its run folder's checkpoint (else from the plan alone)."""
     kind, config, profile = stage_kind(artifact.stage), artifact.config, runner.profile
@@ -111,7 +111,7 @@ def artifact_seconds(runner: Runner, artifact: PlannedArtifact, rates: Rates, ch
     return rates.stage_s.get(kind, math.nan)
 
 
-def resume_step(runner: Runner, pretraining: PlannedArtifact, checkpoints: bool = True) -> int:
+def resume_step(runner: Results, pretraining: PlannedArtifact, checkpoints: bool = True) -> int:
     """The step from which the planned ``pretraining`` will train (see the module docstring)."""
     steps, seed = pretraining.config["pretrain"]["steps"], pretraining.config["pretrain"]["seed"]
     checkpoint = latest_checkpoint(runner.run_dir(pretraining.variant, seed)) if checkpoints else None
@@ -121,7 +121,7 @@ def resume_step(runner: Runner, pretraining: PlannedArtifact, checkpoints: bool 
     return min(steps, max([reached, *computed_first]))
 
 
-def estimate(runner: Runner, planned: list[PlannedArtifact], rates: Rates, checkpoints: bool = True) -> pd.DataFrame:
+def estimate(runner: Results, planned: list[PlannedArtifact], rates: Rates, checkpoints: bool = True) -> pd.DataFrame:
     """Per stage kind: artifacts to compute, their expected hours, and how many have no measured
     rate (``unknown``); a last row ``total``. ``checkpoints``: as in :func:`artifact_seconds`."""
     import pandas as pd
@@ -142,8 +142,8 @@ def estimate(runner: Runner, planned: list[PlannedArtifact], rates: Rates, check
     return table.astype({"to compute": int, "unknown": int})
 
 
-def model_seconds(runner: Runner, model: list[PlannedArtifact], rates: Rates) -> float:
-    """The expected wall seconds of a model's missing artifacts (:meth:`Runner.model_plan`, its
+def model_seconds(runner: Results, model: list[PlannedArtifact], rates: Rates) -> float:
+    """The expected wall seconds of a model's missing artifacts (:meth:`Results.model_plan`, its
     pretraining first), the parts without a measured rate left out (NaN when none has one). A
     stored pretraining is priced again when something else is missing and the work folder lacks
     its weights: the analysis and the fine-tunings start from them, so the run trains them again."""
@@ -155,10 +155,10 @@ def model_seconds(runner: Runner, model: list[PlannedArtifact], rates: Rates) ->
     return sum(known) if known or not parts else math.nan
 
 
-def stop_when_out_of_time(runner: Runner, seconds: float, clock: Callable[[], float] = time.monotonic
+def stop_when_out_of_time(runner: Results, seconds: float, clock: Callable[[], float] = time.monotonic
                           ) -> Callable[[list[PlannedArtifact]], str | None]:
-    """A ``stop`` rule for :meth:`Runner.run`: end the run before a model whose missing artifacts
-    (:func:`model_seconds`: its pretraining, analysis and fine-tunings) would not be finished within
+    """A ``stop`` rule for :meth:`pe_book.experiments.runner.Runner.run`: end the run before a model
+    whose missing artifacts (:func:`model_seconds`: its pretraining, analysis and fine-tunings) would not be finished within
     ``seconds`` of now, at the rates its store has measured so far on this machine type (on any,
     where it has measured none here; read again before each model, so the run's own artifacts
     calibrate it). A session's work folder goes with it: a run stopped so loses no partial

@@ -68,7 +68,7 @@ class Profile:
     data_source: str = "auto"  # hub when online, packaged analogues otherwise
     extrapolation_multipliers: tuple[int, ...] = (1, 2, 4)  # evaluation lengths, in multiples of seq_len
     extrapolation_tokens: int = 131_072  # validation tokens evaluated at every length (pe_lib.extrapolation)
-    #: Stage code versions older than the code's (``runner.CODE_VERSIONS``) that this profile's stored
+    #: Stage code versions older than the code's (``results.CODE_VERSIONS``) that this profile's stored
     #: results were computed with: they keep their keys and are read, never added to (a finished
     #: run stays publishable after the code of one of its stages moved on).
     code_versions: dict[str, int] = field(default_factory=dict)
@@ -177,7 +177,7 @@ SMALL_FINETUNE = FinetuneConfig(epochs=2, batch_size=32, lr=3e-4, max_seq_len=12
                                 max_answer_len=16, precision="fp32")
 
 #: The fine-tuning and baseline code versions the published cpu run and the scale study were computed
-#: with (``runner.CODE_VERSIONS`` has moved both on): their results are read under them, never added to.
+#: with (``results.CODE_VERSIONS`` has moved both on): their results are read under them, never added to.
 PUBLISHED_CODE_VERSIONS = {"finetune": 1, "baselines": 1}
 
 SCALE = Profile(

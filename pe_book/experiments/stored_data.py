@@ -1,16 +1,17 @@
 """What a book built from stored results reads of the data, kept beside the results.
 
-A runner forms every artifact key from the data it would train on (the prepared corpus's name and
-the tokenizer's vocabulary, :meth:`Runner.data_fingerprint`; each task's content,
-:meth:`Runner.task_fingerprint`), and the chapters show where the data came from (the corpus's
+Every artifact key is formed from the data the pipeline trains on (the prepared corpus's name and
+the tokenizer's vocabulary, :meth:`Results.data_fingerprint`; each task's content,
+:meth:`Results.task_fingerprint`), and the chapters show where the data came from (the corpus's
 data card, each task's origin and split sizes). Getting that data means preparing it: Debian
 packages fetched by ``apt-get download``, a tokenizer trained on the corpus. A computing run
 records it instead, once, in ``<store>/data/`` (:func:`record_data`): ``data.json`` with the
 fingerprints, the corpus card and each task's origin and sizes, and the tokenizer's own files, all
-under a manifest. A runner that only reads (:class:`StoredRunner`) takes them from there, or from another
-profile's record beside it that holds the same data (:func:`same_rows`), and needs no data cache;
-where no record fits (absent, damaged, or made with other data settings than its profile's: an
-overridden corpus cap, tokenizer or task cap), it reads the data as any runner does.
+under a manifest. The stored results (:class:`~pe_book.experiments.results.Results`, which reads and
+never computes) take them from there, or from another profile's record beside it that holds the
+same data (:func:`same_rows`), and need no data cache; where no record fits (absent, damaged, or
+made with other data settings than its profile's: an overridden corpus cap, tokenizer or task cap),
+they read the data as the pipeline does.
 Every key is the one the data gives, so no artifact key changes.
 """
 from __future__ import annotations
@@ -21,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from pe_book.experiments.profiles import Profile
-from pe_book.experiments.runner import Runner
 from pe_lib.errors import CorruptFileError
 from pe_lib.io import manifested_dir, read_json, verify_manifest, write_json
 
@@ -49,9 +49,10 @@ def recorded_tasks(profile: Profile) -> list[str]:
     return [*profile.tasks, *(task for task in profile.recorded_tasks if task not in profile.tasks)]
 
 
-def record_data(runner: Runner, tasks: list[str]) -> Path:
-    """Write ``runner``'s data record (the module docstring) for ``tasks``, reading the data as
-    the runner does (prepared when missing); returns its folder. Written whole, atomically."""
+def record_data(runner, tasks: list[str]) -> Path:
+    """Write the data record (the module docstring) of ``runner``, a
+    :class:`~pe_book.experiments.runner.Runner`, for ``tasks``, reading the data as the runner does
+    (prepared when missing); returns its folder. Written whole, atomically."""
     folder = runner.store.root / RECORD
     given = runner._given_data  # text given directly (pe-book pretrain --corpus-file, a test): no card
     corpus = {"origin": "text given directly", "card": {}} if given else {"origin": runner.corpus.origin,
@@ -104,9 +105,9 @@ def read_record(store_root: Path) -> dict | None:
     return read_json(folder / FACTS)
 
 
-def record_differences(runner: Runner) -> list[str]:
-    """What the data record in ``runner``'s store identifies differently from the data ``runner``
-    reads (the pretraining data, or a task by name), where the record was made with the profile's
+def record_differences(runner) -> list[str]:
+    """What the data record in the store of ``runner`` (a :class:`~pe_book.experiments.runner.Runner`)
+    identifies differently from the data ``runner`` reads (the pretraining data, or a task by name), where the record was made with the profile's
     own settings; empty when it agrees, or where there is no such record. A stale record would let a
     book from stored results find artifacts that this data's keys no longer name."""
     facts = read_record(runner.store.root)
@@ -132,62 +133,3 @@ class StoredTask:
     meta: Any
     origin: str
     splits: dict[str, range]
-
-
-class StoredRunner(Runner):
-    """A :class:`Runner` that only reads (``compute=False``) and takes the data it forms keys from
-    out of its store's data record where that fits its profile (the module docstring)."""
-
-    def __init__(self, profile: Profile, results: str | Path = "results", work: str | Path | None = None,
-                 cache_dir: str | Path | None = None, progress: bool = True):
-        super().__init__(profile, results, work, cache_dir, progress, compute=False)
-        records = every_record(self.store.root)
-        self._facts = next((facts for facts in records if facts["settings"] == data_settings(profile)), None)
-        self._task_facts = {}
-        for task in profile.tasks:
-            found = (facts["tasks"][task] for facts in records if task in facts["tasks"])
-            match = next((f for f in found if same_rows(f, task_settings(profile, task))), None)
-            if match is not None:
-                self._task_facts[task] = match
-
-    def with_profile(self, profile: Profile) -> Runner:
-        """A reading runner of ``profile`` on the same store, work folder and cache."""
-        return StoredRunner(profile, self.store.root.parent, self.work, self.cache_dir, self.progress)
-
-    @property
-    def tokenizer(self):
-        """The recorded tokenizer, else the profile's (:attr:`Runner.tokenizer`)."""
-        if self._tokenizer is None and self._facts is not None:
-            from transformers import BertTokenizer
-
-            self._tokenizer = BertTokenizer.from_pretrained(self.store.root / RECORD)
-        return super().tokenizer
-
-    @property
-    def corpus(self):
-        """The recorded corpus's origin and card, else the prepared corpus (:attr:`Runner.corpus`)."""
-        if self._corpus is None and self._facts is not None:
-            self._corpus = StoredCorpus(**self._facts["corpus"])
-        return super().corpus
-
-    def data_fingerprint(self) -> dict:
-        """The recorded fingerprint of the pretraining data, else :meth:`Runner.data_fingerprint`."""
-        if self._data_key is None and self._facts is not None:
-            self._data_key = self._facts["data"]
-        return super().data_fingerprint()
-
-    def task(self, name: str):
-        """The recorded task (origin and sizes), else the loaded one (:meth:`Runner.task`)."""
-        if name not in self._tasks and name in self._task_facts:
-            from pe_lib.data.tasks import get_task
-
-            facts = self._task_facts[name]
-            self._tasks[name] = StoredTask(get_task(name).meta, facts["origin"],
-                                           {split: range(n) for split, n in facts["examples"].items()})
-        return super().task(name)
-
-    def task_fingerprint(self, name: str) -> str:
-        """The recorded fingerprint of a task, else :meth:`Runner.task_fingerprint`."""
-        if name not in self._task_keys and name in self._task_facts:
-            self._task_keys[name] = self._task_facts[name]["fingerprint"]
-        return super().task_fingerprint(name)

@@ -18,7 +18,6 @@ use them.
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -155,7 +154,7 @@ def execute_notebook(path: Path, parameters: dict[str, Any], root: Path = ROOT) 
     Raises :class:`BookError` with one line naming the notebook and the failing cell, and a
     :class:`~pe_lib.errors.DiskFullError` naming the notebook when the disk is full. What a killed
     build of the same notebook left (``book/.tmp-X-<pid>.ipynb`` of a process that is gone) is
-    deleted first. The ``parameters`` but ``compute`` are the defaults of the executed notebook's
+    deleted first. The ``parameters`` are the defaults of the executed notebook's
     parameters cell (:func:`_with_published_defaults`).
     """
     import jupytext
@@ -191,12 +190,9 @@ def execute_notebook(path: Path, parameters: dict[str, Any], root: Path = ROOT) 
 def _with_published_defaults(nb, parameters: dict[str, Any]) -> None:
     """Write a chapter's ``parameters`` into its ``parameters`` cell as the defaults
     (:func:`pe_book.publishing.notebook.with_defaults`): a papermill rerun replaces the injected cell, and keeps
-    the page's profile, trend runs and every other value it does not override. ``compute`` stays
-    the notebook's own default (False): a rerun never trains unless asked."""
-    from pe_book.chapters.common import COMPUTE
-
+    the page's profile, trend runs and every other value it does not override."""
     cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
-    cell.source = with_defaults(cell.source, {k: v for k, v in parameters.items() if k != COMPUTE})
+    cell.source = with_defaults(cell.source, parameters)
 
 
 def _papermill(path: Path, nb, tmp: Path, parameters: dict[str, Any], root: Path):
@@ -375,9 +371,9 @@ def _link_other_chapters(content: dict, root: Path) -> None:
 def check_stored(profile: str, results: Path = ROOT / "results") -> None:
     """Refuse a profile whose planned results are not all in the store (``pe-book book --stored-only``)."""
     from pe_book.experiments.profiles import get_profile
-    from pe_book.experiments.stored_data import StoredRunner
+    from pe_book.experiments.results import Results
 
-    planned = StoredRunner(get_profile(profile), results, progress=False).plan()
+    planned = Results(get_profile(profile), results, progress=False).plan()
     missing = [a for a in planned if not a.stored]
     if missing:
         raise BookError(f"{len(missing)} of the {len(planned)} planned results of profile {profile} are not stored "
@@ -386,8 +382,9 @@ def check_stored(profile: str, results: Path = ROOT / "results") -> None:
 
 
 def ensure_results(profile: str, results: str = "results") -> None:
-    """Compute whatever the artifact store lacks for ``profile`` (pretraining, analysis,
-    fine-tuning), so that the notebooks only read and plot."""
+    """Run the pipeline of ``profile`` (:class:`~pe_book.experiments.runner.Runner`): compute
+    whatever the artifact store lacks (pretraining, analysis, fine-tuning), so that the notebooks
+    only read and plot."""
     from pe_book.experiments.profiles import get_profile
     from pe_book.experiments.runner import Runner
 
@@ -409,10 +406,10 @@ def compare_glued(before: dict, after: dict) -> list[str]:
 
 def build(profile: str, only: str | None = None, html: bool = True, root: Path = ROOT,
           compute: bool = True, stored_only: bool = False) -> Path | None:
-    """Compute missing results (``compute``), execute the (selected) notebooks, then build the HTML;
-    return the index page (or None). The notebooks are given ``compute=True`` (their runners compute
-    what the store lacks) unless ``stored_only``: compute nothing, neither first nor in a notebook; a
-    profile whose planned results are not all stored is refused before any notebook runs."""
+    """Compute missing results first (``compute``: the profile's pipeline), execute the (selected)
+    notebooks, which only read the store, then build the HTML; return the index page (or None).
+    ``stored_only``: compute nothing, and refuse a profile whose planned results are not all stored
+    before any notebook runs."""
     from tqdm.auto import tqdm
 
     chapters = chapter_parameters(profile, root)
@@ -420,19 +417,18 @@ def build(profile: str, only: str | None = None, html: bool = True, root: Path =
     _check_layout(root, names)
     selected = _select(list(chapters), only)
     for path in selected:  # every parameter is checked before any notebook runs
-        chapters[path] = _build_parameters(path, chapters[path], computes=not stored_only)
+        chapters[path] = _build_parameters(path, chapters[path])
     if stored_only:
         check_stored(profile, root / "results")
     elif compute:
         ensure_results(profile)
-    with _stored_only_kernels(stored_only):
-        bar = tqdm(selected, desc=f"notebooks ({profile})", unit="nb", file=sys.stderr)
-        for path in bar:
-            bar.set_postfix_str(path.stem)
-            start = time.perf_counter()
-            out = execute_notebook(path, chapters[path], root)
-            tqdm.write(f"{path.stem}: {time.perf_counter() - start:.1f} s -> {out.relative_to(root)}", file=sys.stderr)
-        bar.close()
+    bar = tqdm(selected, desc=f"notebooks ({profile})", unit="nb", file=sys.stderr)
+    for path in bar:
+        bar.set_postfix_str(path.stem)
+        start = time.perf_counter()
+        out = execute_notebook(path, chapters[path], root)
+        tqdm.write(f"{path.stem}: {time.perf_counter() - start:.1f} s -> {out.relative_to(root)}", file=sys.stderr)
+    bar.close()
     glued = root / BOOK_DIR / "_build" / "glued.json"  # compare two builds: compare_glued
     with explain_disk_full(f"glued values {glued}"):
         glued.parent.mkdir(parents=True, exist_ok=True)
@@ -460,34 +456,10 @@ def write_score_table(profile: str, root: Path = ROOT) -> Path:
     return path
 
 
-def _build_parameters(path: Path, overrides: dict[str, Any], computes: bool) -> dict[str, Any]:
+def _build_parameters(path: Path, overrides: dict[str, Any]) -> dict[str, Any]:
     """A notebook's parameters in a build: the profile's ``overrides``, checked against what the
-    notebook declares, and ``compute=True`` where it declares :data:`~pe_book.chapters.common.COMPUTE`
-    and the build ``computes`` (a notebook's runner computes only when asked: a rerun by hand never
-    trains by default)."""
-    from pe_book.chapters.common import COMPUTE
-
-    declared = declared_parameters(path)
-    parameters = {**overrides, COMPUTE: True} if computes and COMPUTE in declared else dict(overrides)
+    notebook declares."""
     try:
-        return check_parameters(parameters, declared)
+        return check_parameters(overrides, declared_parameters(path))
     except ParameterError as exc:
         raise BookError(f"{path.stem}: {exc}") from None
-
-
-@contextlib.contextmanager
-def _stored_only_kernels(on: bool):
-    """While ``on``, the notebooks' kernels (which inherit this environment) open runners that only
-    read (:data:`pe_book.chapters.common.STORED_ONLY`)."""
-    from pe_book.chapters.common import STORED_ONLY
-
-    before = os.environ.get(STORED_ONLY)
-    if on:
-        os.environ[STORED_ONLY] = "1"
-    try:
-        yield
-    finally:
-        if on and before is None:
-            del os.environ[STORED_ONLY]
-        elif on:
-            os.environ[STORED_ONLY] = before

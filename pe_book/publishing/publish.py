@@ -96,7 +96,7 @@ import sys
 
 # The published results were computed from pe-lib's packaged data, offline; reading them needs the same
 # data, so the hub stays off in this notebook (to compute with the hub's data, under keys of its own, set
-# both to "0" and the chapter's parameter compute to True).
+# both to "0" and run `!pe-book run --profile PROFILE` before the chapter's cells).
 os.environ["HF_HUB_OFFLINE"] = os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["{SHOW_FIGURES}"] = "1"  # a glued figure is shown below its cell (Colab has no myst-nb to place it)
 REPOSITORY, COMMIT = "{repository}", "{commit}"

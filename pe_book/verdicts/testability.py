@@ -39,7 +39,7 @@ def task_bars(payloads: Mapping[str, Mapping], split: str = "test",
               order_free: bool = True) -> dict[str, tuple[str, float]]:
     """Each task's bar on ``split``: its best stored baseline that ignores word order, task ->
     ``(name, score in percent)``; with ``order_free=False`` its best of every baseline.
-    ``payloads``: task -> its stored baselines payload (``Runner.ensure_baselines(task).payload``)."""
+    ``payloads``: task -> its stored baselines payload (``Results.baselines(task).payload``)."""
     return {task: best_baseline(payload, split, order_free) for task, payload in payloads.items()}
 
 

@@ -13,7 +13,7 @@ import pytest
 from pe_book.chapters import common, findings
 from pe_book.experiments.baselines import LABELS, baseline_score, reads_order
 from pe_book.experiments.profiles import PAPER_VARIANTS, get_profile
-from pe_book.experiments.runner import Runner
+from pe_book.experiments.results import Results
 from pe_book.verdicts import gate, intervals, rule
 from pe_book.verdicts.groups import SPAN
 from pe_lib.data.tasks import get_task
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def published():
-    runner = Runner(get_profile("cpu"), results=ROOT / "results", progress=False, compute=False)  # read, never computed
+    runner = Results(get_profile("cpu"), results=ROOT / "results", progress=False)  # read, never computed
     return runner, findings.compute(runner)
 
 
@@ -51,7 +51,7 @@ def test_a_column_enters_a_verdict_only_where_its_best_variant_beats_every_order
         tasks = result.groups.get(column, [column])
         assert row["testable"] and not math.isnan(row["low"])
         for task in tasks:
-            payload = runner.ensure_baselines(task).payload
+            payload = runner.baselines(task).payload
             task_row = result.testable.loc[task]
             assert _seeds(runner, task_row["best variant"], task) >= gate.GATE_SEEDS, (column, task)
             for name in payload["baselines"]:
@@ -64,7 +64,7 @@ def test_a_column_enters_a_verdict_only_where_its_best_variant_beats_every_order
 def test_the_span_claims_are_testable_exactly_where_the_models_beat_every_order_free_rule(published):
     runner, result = published
     span = result.testable.loc[SPAN]
-    payloads = {t: runner.ensure_baselines(t).payload for t in result.groups[SPAN]}
+    payloads = {t: runner.baselines(t).payload for t in result.groups[SPAN]}
     rules = {t: max(baseline_score(p, n) for n in p["baselines"] if not reads_order(p, n)) for t, p in payloads.items()}
     beaten = all(result.testable.loc[t, "low"] > score and result.testable.loc[t, "gap low"] > 0
                  for t, score in rules.items())
@@ -85,6 +85,6 @@ def test_the_intervals_against_the_baselines_count_each_distinct_baseline_once(p
     runner, result = published
     for column, rows in result.against_baselines.groupby("column"):
         tasks = result.groups.get(column, [column])
-        distinct = set.intersection(*({LABELS[n] for n in runner.ensure_baselines(t).payload["baselines"]} for t in tasks))
+        distinct = set.intersection(*({LABELS[n] for n in runner.baselines(t).payload["baselines"]} for t in tasks))
         assert sorted(rows["baseline"]) == sorted(distinct), column
         assert (rows["over"] == len(distinct)).all() and rows["level"].to_numpy() == pytest.approx(1 - 0.05 / len(distinct))

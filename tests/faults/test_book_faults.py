@@ -1,4 +1,4 @@
-"""The book and its reruns when things go wrong: a chapter rerun that would train, a results folder
+"""The book and its reruns when things go wrong: a chapter rerun that lacks a result, a results folder
 that is not there, a layer the models lack, a full disk, a page named ``..`` or a notebook that is
 not one, the temporaries of a killed build, and SIGTERM while a notebook runs."""
 import errno
@@ -15,6 +15,7 @@ import pytest
 
 from pe_book.chapters import common, findings, probing
 from pe_book.experiments.profiles import SMOKE
+from pe_book.experiments.results import MissingResult
 from pe_book.publishing import book
 from pe_lib.errors import DiskFullError, InputError
 
@@ -23,39 +24,30 @@ RESULTS = str(ROOT / "results")
 NOTEBOOKS = ROOT / "notebooks"
 
 
-@pytest.fixture
-def reads_freely(monkeypatch):
-    """No stored-only build around: what a notebook's runner may do is up to its parameters."""
-    monkeypatch.delenv(common.STORED_ONLY, raising=False)
-
-
-# ----------------------------------------------------------------------------- chapter reruns
-
-
-def test_a_chapter_rerun_only_reads_unless_asked_to_compute(reads_freely):
-    assert not common.open_runner("cpu", RESULTS).compute
-    assert common.open_runner("cpu", RESULTS, compute=True).compute
+def test_a_chapter_rerun_only_reads_and_names_what_is_missing(tmp_path):
+    stored = common.open_results("cpu", RESULTS)
+    assert not hasattr(stored, "ensure_pretrained")
+    with pytest.raises(MissingResult, match=r"none/analysis-p9-\w+ is not stored: compute it with `pe-book run "
+                                            r"--profile cpu`"):
+        stored.analysis("none", pretrain_seed=9)
     probing_notebook, performance = NOTEBOOKS / "05_probing.py", NOTEBOOKS / "09_performance.py"
-    assert book._build_parameters(probing_notebook, {"profile": "cpu"}, computes=True) == {"profile": "cpu",
-                                                                                           "compute": True}
-    assert book._build_parameters(probing_notebook, {"profile": "cpu"}, computes=False) == {"profile": "cpu"}
-    assert book._build_parameters(performance, {}, computes=True) == {}  # it has no runner
+    assert book._build_parameters(probing_notebook, {"profile": "cpu"}) == {"profile": "cpu"}
+    assert book._build_parameters(performance, {}) == {}  # it reads no results
 
 
-def test_a_results_folder_that_is_not_there_or_holds_nothing_of_the_profile_is_one_line(tmp_path, monkeypatch,
-                                                                                       reads_freely):
+def test_a_results_folder_that_is_not_there_or_holds_nothing_of_the_profile_is_one_line(tmp_path, monkeypatch):
     typo = tmp_path / "typo"
-    with pytest.raises(InputError, match=rf"^results folder '{typo}' does not exist; .*-p compute True"):
-        common.open_runner("cpu", str(typo))
+    with pytest.raises(InputError, match=rf"^results folder '{typo}' does not exist; .*`pe-book run --profile cpu --results {typo}`"):
+        common.open_results("cpu", str(typo))
     (tmp_path / "book").mkdir()
     monkeypatch.chdir(tmp_path / "book")  # papermill run from inside book/: a relative folder is found there
     with pytest.raises(InputError) as info:
-        common.open_runner("cpu", "results")
+        common.open_results("cpu", "results")
     assert str(info.value).startswith(f"results folder 'results' ({tmp_path}/book/results: relative to the "
                                       f"working directory {tmp_path}/book) does not exist")
     (tmp_path / "book" / "results" / "smoke").mkdir(parents=True)
     with pytest.raises(InputError, match=r"holds no artifact of profile cpu \(in its subfolder cpu-next\)"):
-        common.open_runner("cpu", "results")
+        common.open_results("cpu", "results")
     assert "\n" not in str(info.value)
 
 

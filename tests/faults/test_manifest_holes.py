@@ -142,7 +142,7 @@ def test_a_damaged_task_fingerprint_is_named_and_computed_again_to_its_value(run
     from datasets import Dataset, DatasetDict
 
     import pe_lib.data
-    from pe_book.experiments import runner as runner_module
+    from pe_book.experiments import results as results_module
     from pe_lib.data.tasks import TASKS, Task
     from pe_lib.io import write_manifest
 
@@ -155,7 +155,7 @@ def test_a_damaged_task_fingerprint_is_named_and_computed_again_to_its_value(run
     splits = DatasetDict({split: Dataset.from_list(rows) for split in ("train", "validation", "test")})
     monkeypatch.setattr(pe_lib.data, "load_task", lambda name, *_, **__: Task(TASKS[name].meta, splits, "t",
                                                                                folder=folder))
-    monkeypatch.setattr(runner_module, "prepared_folder", lambda name, source, cache_dir: folder)
+    monkeypatch.setattr(results_module, "prepared_folder", lambda name, source, cache_dir: folder)
     value = runner().task_fingerprint("sst2")
     [kept] = [p for p in (tmp_path / "cache").rglob("*") if p.is_file() and p.read_text() == value]
     kept.write_text(value[:-1] + ("0" if value[-1] != "0" else "1"))

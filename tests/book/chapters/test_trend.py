@@ -137,6 +137,7 @@ def test_compute_reads_the_reference_model_of_the_same_key_and_borrows_its_varia
     reference_profile = dataclasses.replace(profile, name="reference", variants=variants, pretrain=pretrain.at(2),
                                             pretrain_seeds_by_variant={v: 2 for v in variants})
     reference = trend_runner.with_profile(reference_profile)
+    trend_runner.ensure_baselines("sst2")  # computing is the pipeline's; the chapter reads
     nothing = trend.compute(trend_runner, reference)
     assert not nothing.stored and nothing.effects.empty and nothing.cited["trend_runs"] == 0
     for v in variants:

@@ -10,7 +10,7 @@ from book.experiments.test_runner import count_calls, profile, runner, tokenizer
 
 from pe_lib.data.tasks import TASKS
 from pe_book.experiments import baselines
-from pe_book.experiments.runner import CODE_VERSIONS
+from pe_book.experiments.results import CODE_VERSIONS
 from pe_book.experiments.store import Store
 from pe_lib.training import metrics
 from pe_lib.training.finetune import answers_at, best_null_threshold

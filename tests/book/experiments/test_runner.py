@@ -16,12 +16,15 @@ from pe_lib.data.tasks import TASKS, Task
 from pe_lib.errors import InputError
 from pe_lib.io import LockedError, write_manifest
 from pe_lib.probing import ANALYSIS_WINDOW
+from pe_book.experiments import results as results_module
 from pe_book.experiments import runner as runner_module
 from pe_book.experiments.profiles import SMOKE, get_profile
 from pe_book.chapters.pretraining import machine_name
 from pe_book.commands.verify import ROUNDING_ULPS, ulps_apart
-from pe_book.experiments.runner import MissingResult, Runner
+from pe_book.experiments.results import MissingResult, Results
+from pe_book.experiments.runner import Runner
 from pe_book.experiments.store import hardware
+from pe_book.experiments.stored_data import record_data
 from pe_lib.training.mlm import MLMData
 from pe_lib.training.pretrain_config import PretrainConfig
 
@@ -66,10 +69,17 @@ def runner(profile, tokenizer, tmp_path, monkeypatch):
                   data=data)
 
 
-def count_calls(monkeypatch, name):
+def reader_of(runner: Runner, profile) -> Results:
+    """The stored results of ``profile`` in ``runner``'s store and work folder, its data from the
+    data record that ``runner`` writes there (its data was given directly)."""
+    record_data(runner, list(profile.tasks))
+    return Results(profile, runner.store.root.parent, runner.work, progress=False)
+
+
+def count_calls(monkeypatch, name, module=runner_module):
     calls = []
-    original = getattr(runner_module, name)
-    monkeypatch.setattr(runner_module, name, lambda *a, **k: calls.append(1) or original(*a, **k))
+    original = getattr(module, name)
+    monkeypatch.setattr(module, name, lambda *a, **k: calls.append(1) or original(*a, **k))
     return calls
 
 
@@ -136,26 +146,25 @@ def test_changed_config_means_a_new_key(runner, profile):
     assert other.store.load("ape-learned", "pretrain-p0", other.pretrain_config("ape-learned")) is None
 
 
-def test_a_runner_that_only_reads_refuses_what_is_missing_and_finds_what_is_stored(runner, profile):
-    reader = Runner(profile, runner.store.root.parent, runner.work, progress=False, tokenizer=runner.tokenizer,
-                    data=runner.mlm_data(), compute=False)
-    with pytest.raises(MissingResult, match=r"unigram-.* is not stored, .*`pe-book run --profile test`"):
-        reader.ensure_unigram()
+def test_the_stored_results_refuse_what_is_missing_and_find_what_is_stored(runner, profile):
+    reader = reader_of(runner, profile)
+    with pytest.raises(MissingResult, match=r"unigram-.* is not stored: .*`pe-book run --profile test`"):
+        reader.unigram()
     with pytest.raises(MissingResult, match=r"ape-learned/finetune-sst2-p0-seed1-\w+ is not stored"):
-        reader.ensure_finetuned("ape-learned", "sst2", 1)
+        reader.finetuned("ape-learned", "sst2", 1)
     assert not (runner.store.root / "ape-learned").exists() and not list(runner.work.glob("*")), "nothing computed"
     with pytest.raises(MissingResult):
-        reader.with_profile(profile).ensure_analysis("ape-learned")
+        reader.with_profile(profile).analysis("ape-learned")
     with pytest.raises(MissingResult, match=r"ape-learned/pretrain-p0-\w+ is not stored"):
         reader.trained_model("ape-learned")
     assert not list(runner.work.glob("*")), "a reader trains no model"
     computed = runner.ensure_finetuned("ape-learned", "sst2", 1)
-    assert reader.ensure_finetuned("ape-learned", "sst2", 1).payload == computed.payload
+    assert reader.finetuned("ape-learned", "sst2", 1).payload == computed.payload
     computed_pretraining = runner.ensure_pretrained("ape-learned")
-    assert reader.ensure_pretrained("ape-learned").payload == computed_pretraining.payload
+    assert reader.pretrained("ape-learned").payload == computed_pretraining.payload
     assert reader.has_weights("ape-learned") and reader.trained_model("ape-learned") is not None
     with StoreLockHolder(runner.store.root.parent, profile.name):  # a chunk adding to the store
-        assert reader.ensure_pretrained("ape-learned").payload == computed_pretraining.payload, "a reader takes no lock"
+        assert reader.pretrained("ape-learned").payload == computed_pretraining.payload, "a reader takes no lock"
         with pytest.raises(LockedError, match="is in use by another run"):
             runner.ensure_pretrained("ape-learned")
 
@@ -189,7 +198,8 @@ def test_keys_do_not_depend_on_whether_the_data_was_loaded(profile, tmp_path, mo
 
 
 def test_a_plan_computes_the_data_fingerprint_once_and_each_model_once_per_variant(runner, monkeypatch):
-    fingerprints, models = count_calls(monkeypatch, "content_key"), count_calls(monkeypatch, "PEBertConfig")
+    fingerprints = count_calls(monkeypatch, "content_key", results_module)
+    models = count_calls(monkeypatch, "PEBertConfig", results_module)
     planned = runner.plan()
     assert runner.plan() == planned
     assert len(fingerprints) == 1 and len(models) == len(runner.profile.variants)
@@ -234,22 +244,22 @@ def test_stage_code_version_is_in_every_key(runner, monkeypatch):
         ("extrapolation", runner.extrapolation_config("ape-learned")),
         ("finetune", runner.finetune_config("ape-learned", "sst2", 0)))}
     for stage in ("analysis", "extrapolation", "finetune"):
-        monkeypatch.setitem(runner_module.CODE_VERSIONS, stage, runner_module.CODE_VERSIONS[stage] + 1)
+        monkeypatch.setitem(results_module.CODE_VERSIONS, stage, results_module.CODE_VERSIONS[stage] + 1)
     assert runner.store.folder("v", "pretrain", runner.pretrain_config("ape-learned")) == before["pretrain"]
     assert runner.store.folder("v", "analysis", runner.analysis_config("ape-learned")) != before["analysis"]
     assert runner.store.folder("v", "finetune", runner.finetune_config("ape-learned", "sst2", 0)) != before["finetune"]
-    monkeypatch.setitem(runner_module.CODE_VERSIONS, "pretrain", runner_module.CODE_VERSIONS["pretrain"] + 1)
+    monkeypatch.setitem(results_module.CODE_VERSIONS, "pretrain", results_module.CODE_VERSIONS["pretrain"] + 1)
     assert runner.store.folder("v", "pretrain", runner.pretrain_config("ape-learned")) != before["pretrain"]
 
 
 def test_a_profile_pinned_to_an_older_code_version_reads_its_results_and_adds_none(runner, profile, monkeypatch):
     runner.run(["ape-learned"])
     stored = runner.ensure_finetuned("ape-learned", "sst2", 0)
-    monkeypatch.setitem(runner_module.CODE_VERSIONS, "finetune", runner_module.CODE_VERSIONS["finetune"] + 1)
-    pinned = Runner(dataclasses.replace(profile, code_versions={"finetune": runner_module.CODE_VERSIONS["finetune"] - 1}),
+    monkeypatch.setitem(results_module.CODE_VERSIONS, "finetune", results_module.CODE_VERSIONS["finetune"] + 1)
+    pinned = Runner(dataclasses.replace(profile, code_versions={"finetune": results_module.CODE_VERSIONS["finetune"] - 1}),
                     runner.store.root.parent, runner.work, progress=False, tokenizer=runner.tokenizer, data=runner.mlm_data())
     assert pinned.ensure_finetuned("ape-learned", "sst2", 0).folder == stored.folder, "read under its old key"
-    assert runner.finetune_config("ape-learned", "sst2", 0)["code_version"] == runner_module.CODE_VERSIONS["finetune"]
+    assert runner.finetune_config("ape-learned", "sst2", 0)["code_version"] == results_module.CODE_VERSIONS["finetune"]
     with pytest.raises(InputError, match=r"pins finetune code version \d+, which this code no longer runs"):
         pinned.ensure_finetuned("rpe-sin-learned", "sst2", 0)
 
@@ -275,10 +285,9 @@ def test_a_reader_without_the_weights_of_a_stored_pretraining_trains_no_model(ru
                     data=runner.mlm_data())
     assert not (writer.ensure_pretrained("ape-learned").folder / "model").exists()
     shutil.rmtree(runner.work / profile.name)
-    reader = Runner(plain, runner.store.root.parent, runner.work, progress=False, tokenizer=runner.tokenizer,
-                    data=runner.mlm_data(), compute=False)
+    reader = reader_of(writer, plain)
     assert not reader.has_weights("ape-learned")
-    with pytest.raises(MissingResult, match=r"holds no finished model, and this runner only reads"):
+    with pytest.raises(MissingResult, match=r"holds no finished model: train it with `pe-book run --profile test`"):
         reader.trained_model("ape-learned")
 
 
@@ -299,7 +308,7 @@ def test_a_task_fingerprint_is_kept_for_its_prepared_files_and_read_without_load
     write_manifest(folder)
     runner._tasks["sst2"] = dataclasses.replace(runner.task("sst2"), folder=folder)
     value = runner.task_fingerprint("sst2")  # computed from the examples, kept for these files
-    monkeypatch.setattr(runner_module, "prepared_folder", lambda name, source, cache_dir: folder)
+    monkeypatch.setattr(results_module, "prepared_folder", lambda name, source, cache_dir: folder)
     fresh = runner.with_profile(profile)
     assert fresh.task_fingerprint("sst2") == value and "sst2" not in fresh._tasks  # read, nothing loaded
     capped = runner.with_profile(dataclasses.replace(profile, task_max_eval=2))
@@ -315,7 +324,7 @@ def test_a_task_fingerprint_is_kept_for_its_prepared_files_and_read_without_load
 def test_a_task_made_in_memory_keeps_no_fingerprint(runner):
     runner.task_fingerprint("sst2")
     assert runner.task("sst2").folder is None
-    assert not (runner.cache_dir / runner_module.KEPT_FINGERPRINTS).exists()
+    assert not (runner.cache_dir / results_module.KEPT_FINGERPRINTS).exists()
 
 
 def test_verify_recomputes_a_variant_identically_and_prints_each_difference(runner, profile, tmp_path):
@@ -464,7 +473,7 @@ def test_the_analysis_window_goes_with_the_analysis_code_version():
     """The stored local monotonicity is computed over 1..ANALYSIS_WINDOW, which is not in the key:
     changing the window without bumping the analysis version would reuse stale artifacts."""
     pinned = {1: 8}  # analysis code version -> its window; add a pair when bumping the version
-    assert pinned.get(runner_module.CODE_VERSIONS["analysis"]) == ANALYSIS_WINDOW
+    assert pinned.get(results_module.CODE_VERSIONS["analysis"]) == ANALYSIS_WINDOW
 
 
 def test_a_task_named_in_the_profile_gets_its_own_cap_on_training_examples(runner, profile, monkeypatch):

@@ -1,5 +1,6 @@
-"""The data record beside the results: a runner that only reads forms the same keys from it as the
-runner that computed them, and a chapter runs on it with an empty data cache and no apt-get."""
+"""The data record beside the results: the stored results (``Results``, which only read) form the
+same keys from it as the pipeline that computed them, and a chapter runs on it with an empty data
+cache and no apt-get."""
 import json
 import os
 import shutil
@@ -17,7 +18,8 @@ from book.conftest import WORDS, fake_task
 from pe_book.chapters import classification, common
 from pe_book.experiments.profiles import SMOKE
 from pe_book.experiments.runner import Runner
-from pe_book.experiments.stored_data import RECORD, StoredRunner, record_data, recorded_tasks
+from pe_book.experiments.results import Results
+from pe_book.experiments.stored_data import RECORD, record_data, recorded_tasks
 from pe_lib.training.finetune import FinetuneConfig
 from pe_lib.training.mlm import MLMData
 from pe_lib.training.pretrain_config import PretrainConfig
@@ -75,8 +77,8 @@ def recorded(computed, tmp_path, monkeypatch):
     return tmp_path / "results"
 
 
-def test_a_reading_runner_forms_the_computing_runners_keys_from_the_record(computed, recorded, tmp_path):
-    reader = StoredRunner(computed.profile, recorded, tmp_path / "work2", tmp_path / "empty-cache", progress=False)
+def test_the_stored_results_form_the_pipelines_keys_from_the_record(computed, recorded, tmp_path):
+    reader = Results(computed.profile, recorded, tmp_path / "work2", tmp_path / "empty-cache", progress=False)
     planned = reader.plan()
     assert [a.folder.relative_to(recorded) for a in planned] == [
         a.folder.relative_to(computed.store.root.parent) for a in computed.plan()]
@@ -86,10 +88,9 @@ def test_a_reading_runner_forms_the_computing_runners_keys_from_the_record(compu
 
 def test_a_chapter_runs_from_the_record_with_no_data(computed, recorded, monkeypatch):
     monkeypatch.setattr(common, "get_profile", lambda name: computed.profile)
-    runner = common.open_runner("test", str(recorded))
-    assert isinstance(runner, StoredRunner)
-    assert classification.compute(runner).cited
-    table = common.data_used({"profile": "test"}, runner, TASKS)
+    stored = common.open_results("test", str(recorded))
+    assert classification.compute(stored).cited
+    table = common.data_used({"profile": "test"}, stored, TASKS)
     assert table.loc["data: task sst2", "value"] == "fixture"
     assert table.loc["data: pretraining text", "value"].startswith("text given directly")
 
@@ -97,21 +98,21 @@ def test_a_chapter_runs_from_the_record_with_no_data(computed, recorded, monkeyp
 def test_a_record_of_other_data_settings_is_not_read(computed, recorded, tmp_path):
     other = dataclasses.replace(computed.profile, seq_len=computed.profile.seq_len * 2)
     with pytest.raises(DataRead):
-        StoredRunner(other, recorded, tmp_path / "work2", tmp_path / "empty-cache", progress=False).plan()
+        Results(other, recorded, tmp_path / "work2", tmp_path / "empty-cache", progress=False).plan()
 
 
 def test_a_damaged_record_is_named_and_not_read(computed, recorded, tmp_path):
     facts = recorded / "test" / RECORD / "data.json"
     facts.write_text(json.dumps({**json.loads(facts.read_text()), "data": {}}))
     with pytest.warns(UserWarning, match="damaged data record"), pytest.raises(DataRead):
-        StoredRunner(computed.profile, recorded, tmp_path / "work2", tmp_path / "empty-cache", progress=False).plan()
+        Results(computed.profile, recorded, tmp_path / "work2", tmp_path / "empty-cache", progress=False).plan()
 
 
 @pytest.mark.parametrize("cap, reads", [(None, False), (10_000, False), (8, True)], ids=["no-cap", "cap-above", "cap-binding"])
 def test_another_profiles_record_beside_it_gives_a_task_of_the_same_rows(computed, recorded, tmp_path, cap, reads):
     """A cap at or above the task's 16 training examples leaves the recorded rows, hence the recorded fingerprint."""
     other = dataclasses.replace(computed.profile, name="other", task_max_train=cap)
-    reader = StoredRunner(other, recorded, tmp_path / "work2", tmp_path / "empty-cache", progress=False)
+    reader = Results(other, recorded, tmp_path / "work2", tmp_path / "empty-cache", progress=False)
     assert reader.data_fingerprint() == computed.data_fingerprint()
     if reads:
         with pytest.raises(DataRead):
@@ -145,7 +146,7 @@ def test_a_task_recorded_beside_a_profiles_own_gives_another_profile_its_rows(co
     its record by another profile of the same caps, with no data; without it, that task's data is read."""
     other = dataclasses.replace(computed.profile, name="other", tasks=("sst2", "cola"))
     with pytest.raises(DataRead):
-        StoredRunner(other, recorded, tmp_path / "work2", tmp_path / "empty-cache", progress=False).task_fingerprint("cola")
+        Results(other, recorded, tmp_path / "work2", tmp_path / "empty-cache", progress=False).task_fingerprint("cola")
     with_cola = dataclasses.replace(computed.profile, recorded_tasks=("cola",))
     monkeypatch.setattr(pe_lib.data, "load_task", fake_task)
     writer = Runner(with_cola, recorded, tmp_path / "work", tmp_path / "cache", progress=False,
@@ -153,7 +154,7 @@ def test_a_task_recorded_beside_a_profiles_own_gives_another_profile_its_rows(co
     record_data(writer, recorded_tasks(with_cola))
     expected = writer.task_fingerprint("cola")
     monkeypatch.setattr(pe_lib.data, "load_task", refuse)
-    reader = StoredRunner(other, recorded, tmp_path / "work2", tmp_path / "empty-cache", progress=False)
+    reader = Results(other, recorded, tmp_path / "work2", tmp_path / "empty-cache", progress=False)
     assert reader.task_fingerprint("cola") == expected and reader.task_fingerprint("sst2") == computed.task_fingerprint("sst2")
     assert len(reader.task("cola").splits["train"]) == 16
 
@@ -167,7 +168,7 @@ def test_the_committed_records_hold_what_chapter_13_prices(tmp_path, monkeypatch
 
     for loader in ("load_task", "load_corpus", "load_tokenizer"):
         monkeypatch.setattr(pe_lib.data, loader, refuse)
-    study = StoredRunner(SCALE, ROOT / "results", tmp_path / "work", tmp_path / "empty-cache", progress=False)
+    study = Results(SCALE, ROOT / "results", tmp_path / "work", tmp_path / "empty-cache", progress=False)
     table = scale.cpu_costs(study, CPU_GLUE)
     assert list(table["steps"]) == list(SCALE.pretrain.budgets)
     assert (table["total (h)"] > 0).all()

@@ -88,14 +88,13 @@ def _copy_book(dst: Path) -> Path:
 @pytest.mark.parametrize("chapter", sorted(book.BOOK_PROFILES["cpu"]))
 def test_a_papermill_rerun_of_a_built_chapter_keeps_the_published_parameters(chapter):
     """papermill replaces the injected cell of a rerun; the published values (chapter 8's and 13's
-    trend runs, 13's profile scale) stay, as the defaults the build wrote into the parameters cell,
-    but compute, which a rerun sets only when asked."""
+    trend runs, 13's profile scale) stay, as the defaults the build wrote into the parameters cell."""
     import jupytext
     from papermill.parameterize import parameterize_notebook
 
     published = book.BOOK_PROFILES["cpu"][chapter]
     nb = jupytext.read(ROOT / "notebooks" / f"{chapter}.py")
-    built = {**published, "compute": True} if "compute" in notebook.declared_parameters(nb) else published
+    built = published
     book._with_published_defaults(nb, built)
     nb.metadata.papermill = {}
     for cell in nb.cells:  # as papermill reads a notebook
@@ -107,7 +106,7 @@ def test_a_papermill_rerun_of_a_built_chapter_keeps_the_published_parameters(cha
         if {"parameters", "injected-parameters"} & set(cell.metadata.get("tags", [])):
             exec(cell.source, namespace)
     assert {name: namespace[name] for name in published} == published
-    assert namespace.get("compute", False) is False and namespace.get("results", "elsewhere") == "elsewhere"
+    assert namespace.get("results", "elsewhere") == "elsewhere"
 
 
 def test_execute_notebook_keeps_the_parameters_tag_and_records_the_run(tmp_path):
@@ -166,11 +165,11 @@ def test_build_rejects_bad_profiles_and_parameters_before_running_anything(tmp_p
 
 
 def test_a_stored_only_build_refuses_an_incomplete_profile_before_running_anything(tmp_path, monkeypatch):
-    from pe_book.experiments.runner import PlannedArtifact, Runner
+    from pe_book.experiments.results import PlannedArtifact, Results
 
     root = _copy_book(tmp_path)
     planned = [PlannedArtifact("baselines", "unigram", {}, tmp_path, True), PlannedArtifact("none", "pretrain-p0", {}, tmp_path, False)]
-    monkeypatch.setattr(Runner, "plan", lambda self: planned)
+    monkeypatch.setattr(Results, "plan", lambda self: planned)
     monkeypatch.setattr(book, "ensure_results", lambda *a: pytest.fail("a stored-only build computed"))
     monkeypatch.setattr(book, "execute_notebook", lambda *a: pytest.fail("a notebook ran"))
     with pytest.raises(book.BookError, match=r"^1 of the 2 planned results of profile smoke are not stored "
@@ -178,29 +177,14 @@ def test_a_stored_only_build_refuses_an_incomplete_profile_before_running_anythi
         book.build("smoke", root=root, stored_only=True)
 
 
-ONLY_READS = """# %%
-from pe_book.publishing import notebook
-notebook.record_names(globals())
-# %% tags=["parameters"]
-compute: bool = False
-# %%
-params = notebook.check_notebook_parameters(globals())
-from pe_book.chapters import common
-assert not common.open_runner("cpu", {results!r}, compute).compute, "this runner may compute"
-"""
-
-
-def test_the_kernels_of_a_stored_only_build_open_runners_that_only_read(tmp_path, monkeypatch):
-    from pe_book.chapters.common import STORED_ONLY
-
-    monkeypatch.delenv(STORED_ONLY, raising=False)
-    (tmp_path / "notebooks").mkdir()
-    (tmp_path / "notebooks" / "99_reads.py").write_text(ONLY_READS.format(results=str(ROOT / "results")))
-    with book._stored_only_kernels(True):  # asked to compute, but the build is stored-only
-        book.execute_notebook(tmp_path / "notebooks" / "99_reads.py", {"compute": True}, tmp_path)
-    assert STORED_ONLY not in os.environ
-    with pytest.raises(book.BookError, match="this runner may compute"):
-        book.execute_notebook(tmp_path / "notebooks" / "99_reads.py", {"compute": True}, tmp_path)
+def test_the_chapters_and_notebooks_only_read():
+    """Computing is the pipeline's (``pe-book run``; ``pe-book book`` runs it first): no chapter
+    module or notebook imports the runner or calls an ``ensure_*`` method, and no notebook declares
+    a parameter that would make it compute."""
+    sources = [*sorted((ROOT / "pe_book" / "chapters").glob("*.py")), *sorted((ROOT / "notebooks").glob("*.py"))]
+    computing = [p.name for p in sources if re.search(r"experiments\.runner|\bRunner\b|\.ensure_\w+\(", p.read_text())]
+    assert computing == []
+    assert not [p.name for p in sorted((ROOT / "notebooks").glob("*.py")) if "compute" in notebook.declared_parameters(p)]
 
 
 # ----------------------------------------------------------------------------- the browser check
@@ -348,7 +332,6 @@ def test_a_chapter_restricted_to_two_variants_says_not_run_for_the_others(tmp_pa
     variants it left out read "not run" (glued as words, formatted as they are), never "nan"."""
     import nbformat
 
-    monkeypatch.setenv("PE_BOOK_STORED_ONLY", "1")  # read the committed results, compute nothing
     root = _copy_book(tmp_path)
     parameters = {"profile": "cpu", "results": str(ROOT / "results"), "variants": ["ape-learned", "rpe-learned"]}
     out = book.execute_notebook(root / "notebooks" / "04_dot_products.py", parameters, root)

@@ -204,7 +204,7 @@ def test_papermill_run_with_an_unknown_parameter_fails_clearly(tmp_path):
         _run_papermill(tmp_path, {**SMALL_SINUSOID, "n_basez": 3})
     assert info.value.ename == "ParameterError"
     assert "unknown parameter 'n_basez' (did you mean 'n_bases'?)" in info.value.evalue
-    assert ("valid parameters: ape_dim, base, compute, head_dim, max_offset, n_bases, pretrained, profile, results"
+    assert ("valid parameters: ape_dim, base, head_dim, max_offset, n_bases, pretrained, profile, results"
             in info.value.evalue)
 
 

@@ -15,7 +15,7 @@ import nbformat
 import pytest
 
 from pe_book.chapters import pretraining
-from pe_book.chapters.common import STORED_ONLY, open_runner
+from pe_book.chapters.common import open_results
 from pe_book.commands.common import PUBLISHED_PROFILE
 from pe_book.publishing import book, publish
 from pe_book.publishing.book import BOOK_DIR, chapter_parameters, glued_values
@@ -186,7 +186,6 @@ def test_a_published_colab_notebook_run_online_reads_the_committed_results(tmp_p
     test (the next test installs it into a fresh one). The text takes its values from the chapter
     executed as the book executes it. The glued best validation loss and
     training commit are the book's, from the committed results."""
-    monkeypatch.setenv(STORED_ONLY, "1")
     origin, commit = _origin(tmp_path, installed=True)
     source = ROOT / "notebooks" / f"{CHAPTER}.py"
     parameters = chapter_parameters(PUBLISHED_PROFILE)[source]
@@ -203,7 +202,7 @@ def test_a_published_colab_notebook_run_online_reads_the_committed_results(tmp_p
                           cwd=notebook.parent, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     glued = glued_values(tmp_path / "executed")[CHAPTER]
-    book = pretraining.compute(open_runner(PUBLISHED_PROFILE, str(ROOT / "results"))).cited
+    book = pretraining.compute(open_results(PUBLISHED_PROFILE, str(ROOT / "results"))).cited
     assert (glued["best_loss"], glued["git_commit"]) == (repr(float(book["best_loss"])), book["git_commit"])
 
 
@@ -220,7 +219,6 @@ def test_a_colab_notebook_reads_like_its_page_when_run_in_a_fresh_environment(tm
     repository URL. The first cell clones, checks out and installs; the chapter, which needs data,
     then runs unchanged, online (the first cell turns the hub off itself), stored-only. Its figures
     are image outputs and its text holds the glued values, no glue markup."""
-    monkeypatch.setenv(STORED_ONLY, "1")
     origin, commit = _origin(tmp_path, installed=False)
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
